@@ -1,0 +1,100 @@
+"""Actions are data: what to do, to which targets, with which exact commands.
+
+The UI and the CLI build an :class:`ActionPlan` through the executor, show its
+preview, ask for confirmation, then hand it back to be run. Nothing else runs
+commands against the cluster.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+
+class ActionKind(enum.StrEnum):
+    DRAIN_NODES = "drain"
+    RESUME_NODES = "resume"
+    REBOOT_NODES = "reboot"
+    CANCEL_REBOOT = "cancel_reboot"
+    REQUEUE_JOBS = "requeue"
+    REQUEUE_HOLD_JOBS = "requeuehold"
+    HOLD_JOBS = "hold"
+    RELEASE_JOBS = "release"
+    CANCEL_JOBS = "cancel"
+    CORDON_NODES = "cordon"
+    UNCORDON_NODES = "uncordon"
+    K8S_DRAIN_NODES = "k8s_drain"
+    MIG_RECONFIGURE = "mig_reconfigure"
+
+
+NODE_ACTIONS = frozenset({
+    ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES,
+    ActionKind.CANCEL_REBOOT, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
+    ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE,
+})
+JOB_ACTIONS = frozenset({
+    ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS,
+    ActionKind.RELEASE_JOBS, ActionKind.CANCEL_JOBS,
+})
+# Actions that stop or kill running work: need a typed confirmation in bulk.
+DESTRUCTIVE = frozenset({
+    ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES, ActionKind.REQUEUE_JOBS,
+    ActionKind.REQUEUE_HOLD_JOBS, ActionKind.CANCEL_JOBS, ActionKind.K8S_DRAIN_NODES,
+    ActionKind.MIG_RECONFIGURE,
+})
+# Parameters an action cannot run without.
+REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
+    ActionKind.DRAIN_NODES: ("reason",),
+    ActionKind.REBOOT_NODES: ("reason",),
+}
+BULK_THRESHOLD = 2  # this many targets or more: the user types the confirmation word
+
+
+class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a confirmation dialog needs, and everything the executor runs."""
+
+    kind: ActionKind
+    source: str  # name of the backend that will run it
+    targets: tuple[str, ...]  # node names or job ids, validated
+    params: dict[str, str] = msgspec.field(default_factory=dict)
+    commands: tuple[str, ...] = ()  # exact commands / requests, for display and audit
+    affected: tuple[str, ...] = ()  # what it hits: "job 123 (alice) on gpu01", pods
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # validation failures: the plan must not run
+    rejected_targets: tuple[str, ...] = ()  # targets dropped by validation
+    notes: tuple[str, ...] = ()  # e.g. "REST v0.0.38 has no node update: using scontrol"
+
+    @property
+    def destructive(self) -> bool:
+        return self.kind in DESTRUCTIVE
+
+    @property
+    def runnable(self) -> bool:
+        return not self.errors and bool(self.targets)
+
+    @property
+    def confirm_word(self) -> str | None:
+        """The word to type for bulk destructive actions, else None (y/n is enough)."""
+        if self.destructive and len(self.targets) >= BULK_THRESHOLD:
+            return f"{self.kind.value}-{len(self.targets)}"
+        return None
+
+
+class TargetResult(msgspec.Struct, frozen=True, kw_only=True):
+    target: str
+    ok: bool
+    message: str = ""
+
+
+class ActionResult(msgspec.Struct, frozen=True, kw_only=True):
+    plan: ActionPlan
+    user: str
+    started: float
+    finished: float
+    results: tuple[TargetResult, ...]
+    refused: str | None = None  # why the executor did not run it at all
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and all(r.ok for r in self.results)

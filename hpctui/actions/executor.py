@@ -1,0 +1,124 @@
+"""The one place actions run: plan → (preview, confirm in the UI) → execute → audit.
+
+Read-only mode is enforced here, not only by hiding keys, so every entry point
+(key binding, command palette, CLI) is covered.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Callable, Sequence
+
+from hpctui.actions.audit import AuditLog
+from hpctui.actions.base import (
+    REQUIRED_PARAMS,
+    ActionKind,
+    ActionPlan,
+    ActionResult,
+    TargetResult,
+)
+from hpctui.model import ClusterSnapshot
+from hpctui.sources.base import ActionBackend
+
+
+class ActionExecutor:
+    def __init__(
+        self,
+        backends: Sequence[ActionBackend],
+        audit: AuditLog | None,
+        *,
+        cluster: str,
+        read_only: bool = False,
+        user: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.backends = list(backends)
+        self.audit = audit
+        self.cluster = cluster
+        self.read_only = read_only
+        self.user = user or _current_user()
+        self.clock = clock
+
+    def backend_for(self, kind: ActionKind) -> ActionBackend | None:
+        for backend in self.backends:
+            if kind in backend.action_kinds:
+                return backend
+        return None
+
+    def available(self) -> frozenset[ActionKind]:
+        if self.read_only:
+            return frozenset()
+        kinds: set[ActionKind] = set()
+        for backend in self.backends:
+            kinds |= backend.action_kinds
+        return frozenset(kinds)
+
+    def plan(
+        self,
+        kind: ActionKind,
+        targets: Sequence[str],
+        params: dict[str, str] | None,
+        snapshot: ClusterSnapshot,
+    ) -> ActionPlan:
+        params = {k: v for k, v in (params or {}).items()}
+        clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
+        errors: list[str] = []
+        if self.read_only:
+            errors.append("read-only mode: actions are disabled")
+        for required in REQUIRED_PARAMS.get(kind, ()):
+            if not params.get(required, "").strip():
+                errors.append(f"{kind.value} needs a {required}")
+        if not clean:
+            errors.append("no targets selected")
+        backend = self.backend_for(kind)
+        if backend is None:
+            errors.append(f"no configured source can {kind.value}")
+            return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
+        plan = backend.plan(kind, clean, params, snapshot)
+        if errors:
+            plan = ActionPlan(**{**_fields(plan), "errors": tuple(errors) + plan.errors})
+        return plan
+
+    async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
+        """Run ``plan`` if confirmed; always leaves an audit record."""
+        started = self.clock()
+        refused = self._refusal(plan, confirmation)
+        results: tuple[TargetResult, ...] = ()
+        if refused is None:
+            backend = next((b for b in self.backends if b.name == plan.source), None)
+            if backend is None:
+                refused = f"source {plan.source!r} is gone"
+            else:
+                try:
+                    results = await backend.execute(plan)
+                except Exception as exc:  # a backend crash is a per-target failure, not ours
+                    results = tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}") for t in plan.targets)
+        result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(), results=results, refused=refused)
+        if self.audit is not None:
+            self.audit.append(result, self.cluster)
+        return result
+
+    def _refusal(self, plan: ActionPlan, confirmation: str | bool) -> str | None:
+        if self.read_only:
+            return "read-only mode"
+        if not plan.runnable:
+            return "; ".join(plan.errors) or "nothing to do"
+        word = plan.confirm_word
+        if word is not None:
+            if confirmation != word:
+                return f"not confirmed (type {word!r})"
+        elif confirmation is not True and confirmation != "y":
+            return "not confirmed"
+        return None
+
+
+def _fields(plan: ActionPlan) -> dict[str, object]:
+    return {f: getattr(plan, f) for f in plan.__struct_fields__}
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"

@@ -1,0 +1,23 @@
+"""The typed, UI-free data model. Nothing here imports Textual."""
+
+from hpctui.model.common import NA, Severity, fmt_na, worst
+from hpctui.model.event import Event
+from hpctui.model.gpu import Gpu, MigInstance, ThrottleReason, XidEvent, xid_severity
+from hpctui.model.ib import IbPort
+from hpctui.model.jobs import Pod, SlurmJob
+from hpctui.model.mount import Mount, MountState
+from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo, Taint, slurm_display_state
+from hpctui.model.snapshot import (
+    ClusterSnapshot,
+    ControllerHealth,
+    Part,
+    SourceHealth,
+    SourceResult,
+)
+
+__all__ = [
+    "NA", "ClusterSnapshot", "ControllerHealth", "Event", "Gpu", "IbPort", "K8sNodeInfo",
+    "MigInstance", "Mount", "MountState", "Node", "Part", "Pod", "Severity", "SlurmJob",
+    "SlurmNodeInfo", "SourceHealth", "SourceResult", "Taint", "ThrottleReason", "XidEvent",
+    "fmt_na", "slurm_display_state", "worst", "xid_severity",
+]

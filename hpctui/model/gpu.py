@@ -1,0 +1,143 @@
+"""GPU model: what NVML / nvidia-smi / dcgm-exporter tell about one GPU."""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+from hpctui.model.common import Severity
+
+
+class ThrottleReason(enum.IntFlag):
+    """NVML clocks-event (throttle) reason bits, FACTS §1."""
+
+    GPU_IDLE = 0x1
+    APPLICATIONS_CLOCKS_SETTING = 0x2
+    SW_POWER_CAP = 0x4
+    HW_SLOWDOWN = 0x8
+    SYNC_BOOST = 0x10
+    SW_THERMAL_SLOWDOWN = 0x20
+    HW_THERMAL_SLOWDOWN = 0x40
+    HW_POWER_BRAKE_SLOWDOWN = 0x80
+    DISPLAY_CLOCK_SETTING = 0x100
+
+
+THERMAL_THROTTLE = ThrottleReason.SW_THERMAL_SLOWDOWN | ThrottleReason.HW_THERMAL_SLOWDOWN
+HARMFUL_THROTTLE = THERMAL_THROTTLE | ThrottleReason.HW_SLOWDOWN | ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
+
+
+class XidEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``NVRM: Xid`` kernel log line, parsed."""
+
+    time: float
+    xid: int
+    pci_bus_id: str
+    message: str
+    gpu_instance: int | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return xid_severity(self.xid)
+
+
+# FACTS §1 Xid catalogue: which codes need a reset/reboot vs. are app-level.
+_XID_CRITICAL = frozenset({48, 64, 74, 79, 95, 109, 119, 120, 140, 143, 158})
+_XID_APP = frozenset({13, 31, 43, 45, 63, 94})
+
+
+def xid_severity(xid: int) -> Severity:
+    if xid in _XID_CRITICAL:
+        return Severity.CRITICAL
+    if xid in _XID_APP:
+        return Severity.WARNING
+    return Severity.ERROR
+
+
+XID_MEANING: dict[int, str] = {
+    13: "graphics engine exception (restart app)",
+    31: "GPU memory page fault (restart app)",
+    43: "GPU stopped processing (ignore)",
+    45: "preemptive cleanup",
+    48: "double-bit ECC error (reset GPU)",
+    63: "row remap recorded (reset to apply)",
+    64: "row remap failure (RMA candidate)",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus (reboot node)",
+    92: "excessive single-bit ECC interrupts",
+    94: "contained ECC error (restart app)",
+    95: "uncontained ECC error (reset GPU)",
+    109: "context switch timeout (reset GPU)",
+    119: "GSP RPC timeout (reset GPU)",
+    120: "GSP error (reset GPU)",
+    140: "unrecoverable ECC error escape",
+    143: "GPU init error",
+    154: "GPU recovery action changed",
+    158: "GPU fatal timeout",
+}
+
+
+class MigInstance(msgspec.Struct, frozen=True, kw_only=True):
+    """One MIG GPU instance (with its compute instance) on a MIG-enabled GPU."""
+
+    gi_id: int
+    profile: str  # e.g. "3g.40gb"
+    ci_id: int | None = None
+    uuid: str | None = None
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    engine_active: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0..1
+
+
+class Gpu(msgspec.Struct, frozen=True, kw_only=True):
+    """One physical GPU. ``None`` means not available, never zero."""
+
+    node: str
+    index: int
+    uuid: str | None = None
+    model: str | None = None
+    pci_bus_id: str | None = None
+    util_pct: float | None = None
+    mem_util_pct: float | None = None
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    temp_c: float | None = None
+    hbm_temp_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    ecc_corrected_volatile: int | None = None
+    ecc_uncorrected_volatile: int | None = None
+    ecc_corrected_aggregate: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    remapped_correctable: int | None = None
+    remapped_uncorrectable: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    xid_events: tuple[XidEvent, ...] = ()
+    last_xid: int | None = None
+    mig_mode_current: bool | None = None
+    mig_mode_pending: bool | None = None
+    mig_instances: tuple[MigInstance, ...] = ()
+    throttle_reasons: int | None = None  # ThrottleReason bitmask
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    persistence_mode: bool | None = None
+    lost: bool = False  # fell off the bus / not answering NVML
+
+    @property
+    def memory_pct(self) -> float | None:
+        if self.memory_used_mib is None or not self.memory_total_mib:
+            return None
+        return 100.0 * self.memory_used_mib / self.memory_total_mib
+
+    @property
+    def thermal_throttled(self) -> bool:
+        return bool(self.throttle_reasons is not None and self.throttle_reasons & THERMAL_THROTTLE)
+
+    def throttle_names(self) -> list[str]:
+        if not self.throttle_reasons:
+            return []
+        return [r.name or "" for r in ThrottleReason if self.throttle_reasons & r and r.name]

@@ -1,0 +1,58 @@
+"""Workload model: Slurm jobs and Kubernetes pods."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class SlurmJob(msgspec.Struct, frozen=True, kw_only=True):
+    job_id: int
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    array_task_str: str | None = None  # pending remainder of an array, e.g. "4-9%2"
+    name: str | None = None
+    user: str | None = None
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    state: str = "UNKNOWN"  # PENDING, RUNNING, COMPLETING, ...
+    reason: str | None = None  # pending reason, "None" mapped to None
+    nodes: str | None = None  # hostlist expression, e.g. "gpu[01-04]"
+    num_nodes: int | None = None
+    gpus_requested: int | None = None
+    gpus_alloc: dict[str, str] = msgspec.field(default_factory=dict)  # node -> "0-3" indices
+    submit_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    time_limit_min: int | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    restart_count: int | None = None
+    batch: bool | None = None
+    requeueable: bool | None = None
+    priority: int | None = None
+
+    @property
+    def display_id(self) -> str:
+        """``1234_7`` for array tasks, ``1234_[4-9]`` for pending array remainders."""
+        if self.array_job_id is not None and self.array_task_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        if self.array_job_id is not None and self.array_task_str:
+            return f"{self.array_job_id}_[{self.array_task_str}]"
+        return str(self.job_id)
+
+
+class Pod(msgspec.Struct, frozen=True, kw_only=True):
+    namespace: str
+    name: str
+    node: str | None = None  # K8s node name, None while unscheduled
+    phase: str = "Unknown"
+    reason: str | None = None  # waiting/terminated reason: CrashLoopBackOff, OOMKilled, Unschedulable
+    message: str | None = None  # e.g. scheduler's "0/8 nodes are available: ..."
+    gpus_requested: int = 0
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    queue: str | None = None  # Kueue LocalQueue / Volcano queue
+    scheduler: str | None = None
+    restarts: int = 0
+    start_time: float | None = None

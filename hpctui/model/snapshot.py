@@ -1,0 +1,106 @@
+"""ClusterSnapshot: everything known about one cluster at one moment, with ages.
+
+Sources deliver :class:`SourceResult` objects holding only the parts they know;
+the store merges them into one immutable :class:`ClusterSnapshot` that the UI draws.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+from hpctui.model.event import Event
+from hpctui.model.gpu import Gpu
+from hpctui.model.ib import IbPort
+from hpctui.model.jobs import Pod, SlurmJob
+from hpctui.model.mount import Mount
+from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo
+
+
+class Part(enum.StrEnum):
+    """The separately-collected parts of a snapshot; each has its own age."""
+
+    SLURM_NODES = "slurm_nodes"
+    SLURM_JOBS = "slurm_jobs"
+    K8S_NODES = "k8s_nodes"
+    PODS = "pods"
+    GPUS = "gpus"
+    IB = "ib"
+    MOUNTS = "mounts"
+    EVENTS = "events"
+    CONTROLLER = "controller"
+
+
+class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """Scheduler controller health (Slurm sdiag / ping)."""
+
+    reachable: bool
+    server_thread_count: int | None = None
+    agent_queue_size: int | None = None
+    jobs_pending: int | None = None
+    jobs_running: int | None = None
+    last_backfill_cycle_s: float | None = None
+    mean_schedule_cycle_us: float | None = None
+    detail: str | None = None
+
+
+class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """What the status line shows per source: is it fresh, and if not, why."""
+
+    name: str
+    kind: str
+    last_success: float | None = None
+    last_attempt: float | None = None
+    last_error: str | None = None
+    consecutive_errors: int = 0
+    last_duration_s: float | None = None
+
+    def age(self, now: float) -> float | None:
+        return None if self.last_success is None else max(0.0, now - self.last_success)
+
+    @property
+    def ok(self) -> bool:
+        return self.last_error is None and self.last_success is not None
+
+
+class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One collection from one source. ``None`` parts are "not provided by me",
+    an empty tuple/dict means "provided, and there are none"."""
+
+    source: str
+    time: float
+    slurm_nodes: dict[str, SlurmNodeInfo] | None = None
+    slurm_jobs: tuple[SlurmJob, ...] | None = None
+    k8s_nodes: dict[str, K8sNodeInfo] | None = None
+    pods: tuple[Pod, ...] | None = None
+    gpus: dict[str, tuple[Gpu, ...]] | None = None
+    ib: dict[str, tuple[IbPort, ...]] | None = None
+    mounts: dict[str, tuple[Mount, ...]] | None = None
+    events: tuple[Event, ...] | None = None
+    controller: ControllerHealth | None = None
+
+    def parts(self) -> list[Part]:
+        return [p for p in Part if getattr(self, p.value) is not None]
+
+
+class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """Immutable, fully joined view of one cluster. Node keys are Slurm names
+    (or K8s names mapped to them); GPU/IB/mount maps are keyed by node name."""
+
+    cluster: str
+    time: float
+    nodes: dict[str, Node] = msgspec.field(default_factory=dict)
+    gpus: dict[str, tuple[Gpu, ...]] = msgspec.field(default_factory=dict)
+    ib: dict[str, tuple[IbPort, ...]] = msgspec.field(default_factory=dict)
+    mounts: dict[str, tuple[Mount, ...]] = msgspec.field(default_factory=dict)
+    jobs: tuple[SlurmJob, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    events: tuple[Event, ...] = ()
+    controller: ControllerHealth | None = None
+    collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
+    sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
+
+    def part_age(self, part: Part, now: float | None = None) -> float | None:
+        t = self.collected_at.get(part.value)
+        return None if t is None else max(0.0, (self.time if now is None else now) - t)

@@ -1,0 +1,191 @@
+"""Merges source results into one immutable snapshot; keeps ages, errors, history.
+
+UI-free. Single-threaded by design: it is only touched from the event loop,
+so no locks and no state shared with threads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+
+from hpctui.model import (
+    ClusterSnapshot,
+    ControllerHealth,
+    Event,
+    Gpu,
+    IbPort,
+    K8sNodeInfo,
+    Mount,
+    Node,
+    Part,
+    Pod,
+    SlurmJob,
+    SlurmNodeInfo,
+    SourceHealth,
+    SourceResult,
+)
+
+EVENT_LIMIT = 1000
+
+
+class NodeNameMap:
+    """Maps Kubernetes node names to Slurm node names (the join key)."""
+
+    def __init__(self, explicit: Mapping[str, str] | None = None, strip_suffix: str = "") -> None:
+        self.explicit = dict(explicit or {})
+        self.strip_suffix = strip_suffix
+
+    def to_slurm(self, k8s_name: str) -> str:
+        if k8s_name in self.explicit:
+            return self.explicit[k8s_name]
+        if self.strip_suffix and k8s_name.endswith(self.strip_suffix):
+            return k8s_name[: -len(self.strip_suffix)]
+        return k8s_name
+
+
+class History:
+    """Bounded per-key series of (time, value) for sparklines and charts."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self._series: dict[str, deque[tuple[float, float]]] = {}
+
+    def add(self, key: str, t: float, value: float | None) -> None:
+        if value is None:
+            return
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = deque(maxlen=self.length)
+        series.append((t, value))
+
+    def get(self, key: str) -> list[tuple[float, float]]:
+        return list(self._series.get(key, ()))
+
+    def keys(self) -> Iterable[str]:
+        return self._series.keys()
+
+
+class Store:
+    def __init__(
+        self,
+        cluster: str,
+        name_map: NodeNameMap | None = None,
+        history_length: int = 120,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cluster = cluster
+        self.name_map = name_map or NodeNameMap()
+        self.clock = clock
+        self.history = History(history_length)
+        self._slurm_nodes: dict[str, SlurmNodeInfo] = {}
+        self._k8s_nodes: dict[str, K8sNodeInfo] = {}
+        self._gpus: dict[str, tuple[Gpu, ...]] = {}
+        self._ib: dict[str, tuple[IbPort, ...]] = {}
+        self._mounts: dict[str, tuple[Mount, ...]] = {}
+        self._jobs: tuple[SlurmJob, ...] = ()
+        self._pods: tuple[Pod, ...] = ()
+        self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
+        self._controller: ControllerHealth | None = None
+        self._collected_at: dict[str, float] = {}
+        self._health: dict[str, SourceHealth] = {}
+        self._cached: ClusterSnapshot | None = None
+        self.version = 0  # bumps on every change; lets the UI skip redundant redraws
+
+    # -- writes ---------------------------------------------------------------
+    def register_source(self, name: str, kind: str) -> None:
+        self._health.setdefault(name, SourceHealth(name=name, kind=kind))
+        self._changed()
+
+    def apply(self, result: SourceResult, duration_s: float | None = None) -> None:
+        t = result.time
+        if result.slurm_nodes is not None:
+            self._slurm_nodes = dict(result.slurm_nodes)
+        if result.k8s_nodes is not None:
+            self._k8s_nodes = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
+        if result.gpus is not None:
+            self._gpus.update(result.gpus)
+            for node, gpus in result.gpus.items():
+                for gpu in gpus:
+                    self.history.add(f"gpu:{node}:{gpu.index}:util", t, gpu.util_pct)
+                    self.history.add(f"gpu:{node}:{gpu.index}:temp", t, gpu.temp_c)
+                    self.history.add(f"gpu:{node}:{gpu.index}:power", t, gpu.power_w)
+        if result.ib is not None:
+            self._ib.update(result.ib)
+        if result.mounts is not None:
+            self._mounts.update(result.mounts)
+        if result.slurm_jobs is not None:
+            self._jobs = result.slurm_jobs
+        if result.pods is not None:
+            self._pods = tuple(
+                p if p.node is None else _with_node(p, self.name_map.to_slurm(p.node)) for p in result.pods
+            )
+        if result.events is not None:
+            self._events.extend(result.events)
+        if result.controller is not None:
+            self._controller = result.controller
+        for part in result.parts():
+            self._collected_at[part.value] = t
+        old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
+        self._health[result.source] = SourceHealth(
+            name=old.name, kind=old.kind, last_success=t, last_attempt=t,
+            last_error=None, consecutive_errors=0, last_duration_s=duration_s,
+        )
+        self._changed()
+
+    def record_error(self, source: str, error: str, at: float | None = None) -> None:
+        at = self.clock() if at is None else at
+        old = self._health.get(source) or SourceHealth(name=source, kind="?")
+        self._health[source] = SourceHealth(
+            name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
+            last_error=error, consecutive_errors=old.consecutive_errors + 1,
+            last_duration_s=old.last_duration_s,
+        )
+        self._changed()
+
+    def add_events(self, events: Iterable[Event]) -> None:
+        self._events.extend(events)
+        self._changed()
+
+    def _changed(self) -> None:
+        self._cached = None
+        self.version += 1
+
+    # -- reads ----------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        """The current joined view; rebuilt only after a change."""
+        if self._cached is not None:
+            return self._cached
+        names = list(self._slurm_nodes)
+        names.extend(n for n in self._k8s_nodes if n not in self._slurm_nodes)
+        nodes = {n: Node(name=n, slurm=self._slurm_nodes.get(n), k8s=self._k8s_nodes.get(n)) for n in names}
+        self._cached = ClusterSnapshot(
+            cluster=self.cluster,
+            time=max(self._collected_at.values(), default=self.clock()),
+            nodes=nodes,
+            gpus=dict(self._gpus),
+            ib=dict(self._ib),
+            mounts=dict(self._mounts),
+            jobs=self._jobs,
+            pods=self._pods,
+            events=tuple(self._events),
+            controller=self._controller,
+            collected_at=dict(self._collected_at),
+            sources=dict(self._health),
+        )
+        return self._cached
+
+    def health(self) -> dict[str, SourceHealth]:
+        return dict(self._health)
+
+
+def _with_node(pod: Pod, node: str) -> Pod:
+    if pod.node == node:
+        return pod
+    import msgspec
+
+    return msgspec.structs.replace(pod, node=node)
+
+
+__all__ = ["History", "NodeNameMap", "Part", "Store"]
