@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+import msgspec
 
 from hpctui.model import (
     ClusterSnapshot,
@@ -28,6 +31,7 @@ from hpctui.model import (
 )
 
 EVENT_LIMIT = 1000
+V = TypeVar("V")
 
 
 class NodeNameMap:
@@ -79,13 +83,15 @@ class Store:
         self.name_map = name_map or NodeNameMap()
         self.clock = clock
         self.history = History(history_length)
-        self._slurm_nodes: dict[str, SlurmNodeInfo] = {}
-        self._k8s_nodes: dict[str, K8sNodeInfo] = {}
-        self._gpus: dict[str, tuple[Gpu, ...]] = {}
-        self._ib: dict[str, tuple[IbPort, ...]] = {}
-        self._mounts: dict[str, tuple[Mount, ...]] = {}
-        self._jobs: tuple[SlurmJob, ...] = ()
-        self._pods: tuple[Pod, ...] = ()
+        # Each part is kept per source: a source's result replaces its own previous view
+        # (so nodes and jobs that vanished disappear) and views of several sources are unioned.
+        self._slurm_nodes: dict[str, dict[str, SlurmNodeInfo]] = {}
+        self._k8s_nodes: dict[str, dict[str, K8sNodeInfo]] = {}
+        self._gpus: dict[str, dict[str, tuple[Gpu, ...]]] = {}
+        self._ib: dict[str, dict[str, tuple[IbPort, ...]]] = {}
+        self._mounts: dict[str, dict[str, tuple[Mount, ...]]] = {}
+        self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
+        self._pods: dict[str, tuple[Pod, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -99,26 +105,26 @@ class Store:
         self._changed()
 
     def apply(self, result: SourceResult, duration_s: float | None = None) -> None:
-        t = result.time
+        t, src = result.time, result.source
         if result.slurm_nodes is not None:
-            self._slurm_nodes = dict(result.slurm_nodes)
+            self._slurm_nodes[src] = dict(result.slurm_nodes)
         if result.k8s_nodes is not None:
-            self._k8s_nodes = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
+            self._k8s_nodes[src] = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
         if result.gpus is not None:
-            self._gpus.update(result.gpus)
+            self._gpus[src] = dict(result.gpus)
             for node, gpus in result.gpus.items():
                 for gpu in gpus:
                     self.history.add(f"gpu:{node}:{gpu.index}:util", t, gpu.util_pct)
                     self.history.add(f"gpu:{node}:{gpu.index}:temp", t, gpu.temp_c)
                     self.history.add(f"gpu:{node}:{gpu.index}:power", t, gpu.power_w)
         if result.ib is not None:
-            self._ib.update(result.ib)
+            self._ib[src] = dict(result.ib)
         if result.mounts is not None:
-            self._mounts.update(result.mounts)
+            self._mounts[src] = dict(result.mounts)
         if result.slurm_jobs is not None:
-            self._jobs = result.slurm_jobs
+            self._jobs[src] = result.slurm_jobs
         if result.pods is not None:
-            self._pods = tuple(
+            self._pods[src] = tuple(
                 p if p.node is None else _with_node(p, self.name_map.to_slurm(p.node)) for p in result.pods
             )
         if result.events is not None:
@@ -157,18 +163,20 @@ class Store:
         """The current joined view; rebuilt only after a change."""
         if self._cached is not None:
             return self._cached
-        names = list(self._slurm_nodes)
-        names.extend(n for n in self._k8s_nodes if n not in self._slurm_nodes)
-        nodes = {n: Node(name=n, slurm=self._slurm_nodes.get(n), k8s=self._k8s_nodes.get(n)) for n in names}
+        slurm_nodes = _union(self._slurm_nodes)
+        k8s_nodes = _union(self._k8s_nodes)
+        names = list(slurm_nodes)
+        names.extend(n for n in k8s_nodes if n not in slurm_nodes)
+        nodes = {n: Node(name=n, slurm=slurm_nodes.get(n), k8s=k8s_nodes.get(n)) for n in names}
         self._cached = ClusterSnapshot(
             cluster=self.cluster,
             time=max(self._collected_at.values(), default=self.clock()),
             nodes=nodes,
-            gpus=dict(self._gpus),
-            ib=dict(self._ib),
-            mounts=dict(self._mounts),
-            jobs=self._jobs,
-            pods=self._pods,
+            gpus=_union(self._gpus),
+            ib=_union(self._ib),
+            mounts=_union(self._mounts),
+            jobs=_concat(self._jobs),
+            pods=_concat(self._pods),
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),
@@ -181,11 +189,22 @@ class Store:
 
 
 def _with_node(pod: Pod, node: str) -> Pod:
-    if pod.node == node:
-        return pod
-    import msgspec
+    return pod if pod.node == node else msgspec.structs.replace(pod, node=node)
 
-    return msgspec.structs.replace(pod, node=node)
+
+def _union(per_source: dict[str, dict[str, V]]) -> dict[str, V]:
+    if len(per_source) == 1:
+        return next(iter(per_source.values()))
+    merged: dict[str, V] = {}
+    for view in per_source.values():
+        merged.update(view)
+    return merged
+
+
+def _concat(per_source: dict[str, tuple[V, ...]]) -> tuple[V, ...]:
+    if len(per_source) == 1:
+        return next(iter(per_source.values()))
+    return tuple(item for view in per_source.values() for item in view)
 
 
 __all__ = ["History", "NodeNameMap", "Part", "Store"]

@@ -10,6 +10,8 @@ import getpass
 import time
 from collections.abc import Callable, Sequence
 
+import msgspec
+
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import (
     REQUIRED_PARAMS,
@@ -61,7 +63,7 @@ class ActionExecutor:
         params: dict[str, str] | None,
         snapshot: ClusterSnapshot,
     ) -> ActionPlan:
-        params = {k: v for k, v in (params or {}).items()}
+        params = dict(params or {})
         clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
         errors: list[str] = []
         if self.read_only:
@@ -77,7 +79,7 @@ class ActionExecutor:
             return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
         plan = backend.plan(kind, clean, params, snapshot)
         if errors:
-            plan = ActionPlan(**{**_fields(plan), "errors": tuple(errors) + plan.errors})
+            plan = msgspec.structs.replace(plan, errors=tuple(errors) + plan.errors)
         return plan
 
     async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
@@ -111,10 +113,6 @@ class ActionExecutor:
         elif confirmation is not True and confirmation != "y":
             return "not confirmed"
         return None
-
-
-def _fields(plan: ActionPlan) -> dict[str, object]:
-    return {f: getattr(plan, f) for f in plan.__struct_fields__}
 
 
 def _current_user() -> str:

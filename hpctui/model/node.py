@@ -43,10 +43,8 @@ class SlurmNodeInfo(msgspec.Struct, frozen=True, kw_only=True):
 def slurm_display_state(base_state: str, flags: frozenset[str]) -> str:
     base = base_state.upper()
     if "DRAIN" in flags:
-        if base in ("ALLOCATED", "MIXED", "COMPLETING") or "COMPLETING" in flags:
-            main = "DRAINING"
-        else:
-            main = "DRAINED"
+        busy = base in ("ALLOCATED", "MIXED", "COMPLETING") or "COMPLETING" in flags
+        main = "DRAINING" if busy else "DRAINED"
     elif "FAIL" in flags:
         main = "FAILING" if base in ("ALLOCATED", "MIXED") else "FAIL"
     else:

@@ -1,0 +1,5 @@
+"""``python -m hpctui``."""
+
+from hpctui.cli import main
+
+raise SystemExit(main())

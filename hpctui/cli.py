@@ -1,0 +1,141 @@
+"""Command line: ``hpctui`` (the dashboard) and ``hpctui snapshot`` (headless, no Textual).
+
+Every user error is one line on stderr and exit code 2; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from hpctui import __version__
+from hpctui.config import ConfigError, default_config_path, load_config, pick_cluster
+
+if TYPE_CHECKING:
+    from hpctui.runtime import Runtime
+
+EXIT_USAGE = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage + message; we print one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def _add_source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--demo", action="store_true", help="use the built-in simulated cluster")
+    p.add_argument("--demo-size", type=_positive_int, default=64, metavar="N", help="GPU nodes in the demo cluster (default 64)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the demo cluster (default 0)")
+    p.add_argument("--config", type=Path, metavar="PATH", help=f"config file (default {default_config_path()})")
+    p.add_argument("--cluster", metavar="NAME", help="which configured cluster to show")
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="hpctui", description="Terminal UI for Slurm + Kubernetes GPU clusters.")
+    parser.add_argument("--version", action="version", version=f"hpctui {__version__}")
+    _add_source_options(parser)
+    parser.add_argument("--theme", metavar="NAME", help="colour theme (dark, light, wall, or one of yours)")
+    parser.add_argument("--read-only", action="store_true", help="disable every action (enforced, not just hidden)")
+    parser.add_argument("--wall", action="store_true", help="wall display: read-only, large heatmap")
+    return parser
+
+
+def build_snapshot_parser() -> OneLineParser:
+    parser = OneLineParser(prog="hpctui snapshot", description="Collect once from every source, print, exit.")
+    _add_source_options(parser)
+    parser.add_argument("--format", choices=("json", "table"), default="table")
+    return parser
+
+
+def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: str | None = None) -> Runtime:
+    from hpctui.runtime import demo_runtime, runtime_from_config
+
+    if args.demo:
+        return demo_runtime(size=args.demo_size, seed=args.seed, read_only=bool(read_only),
+                            theme=theme or "dark")
+    path: Path = args.config or default_config_path()
+    if args.config is None and not path.exists():
+        raise ConfigError(f"no config file at {path}: run `hpctui --demo` for the built-in demo cluster, "
+                          "or pass --config PATH")
+    config = load_config(path)
+    cluster = pick_cluster(config, args.cluster, str(path))
+    return runtime_from_config(config, cluster, read_only=read_only, theme=theme)
+
+
+def run_snapshot(argv: Sequence[str]) -> int:
+    """Headless one-shot collection; exit 0 if every source answered, 1 if any failed."""
+    from hpctui.snapshot_cmd import render_json, render_table
+
+    args = build_snapshot_parser().parse_args(list(argv))
+    try:
+        runtime = _runtime(args, read_only=True)
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+    async def collect() -> None:
+        try:
+            await runtime.collect_once()
+        finally:
+            await runtime.stop()
+
+    asyncio.run(collect())
+    snapshot = runtime.store.snapshot()
+    out = render_json(snapshot) if args.format == "json" else render_table(snapshot, runtime.thresholds)
+    sys.stdout.write(out)
+    return 0 if all(h.ok for h in snapshot.sources.values()) else 1
+
+
+def run_app(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    read_only = bool(args.read_only or args.wall) or None
+    try:
+        runtime = _runtime(args, read_only=read_only, theme=args.theme)
+        from hpctui.ui.themes import ThemeError, load_themes
+
+        themes = load_themes()
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+    except ThemeError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+    theme = args.theme or runtime.theme
+    if theme not in themes:
+        sys.stderr.write(f"hpctui: unknown theme {theme!r} (available: {', '.join(sorted(themes))})\n")
+        return EXIT_USAGE
+    from hpctui.ui.app import HpcApp
+
+    HpcApp(runtime, theme=theme, wall=args.wall).run()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] == "snapshot":
+            return run_snapshot(args[1:])
+        return run_app(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

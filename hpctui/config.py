@@ -1,0 +1,143 @@
+"""The TOML configuration: clusters, their sources, thresholds, name mapping.
+
+Validation is typed (msgspec) so that a bad file yields one line naming the file
+and the offending key, never a traceback.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import platformdirs
+
+from hpctui.health import Thresholds
+from hpctui.sources.slurm.settings import SlurmSettings
+
+APP_NAME = "hpctui"
+
+
+class ConfigError(Exception):
+    """A config problem, already phrased as one line for the user."""
+
+
+class DemoSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The built-in simulated cluster as a configured source."""
+
+    name: str = "demo"
+    size: int = 64
+    seed: int = 0
+    interval_s: float = 2.0
+
+
+class NodeMapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How Kubernetes node names map to Slurm node names (the join key)."""
+
+    strip_suffix: str = ""
+    explicit: dict[str, str] = msgspec.field(default_factory=dict)  # k8s name -> slurm name
+
+
+SOURCE_KINDS = ("demo", "slurm")
+PLANNED_SOURCE_KINDS = ("k8s", "ssh", "prometheus", "nvml")
+
+
+class ClusterConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    sources: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    node_map: NodeMapSettings = msgspec.field(default_factory=NodeMapSettings)
+    read_only: bool | None = None  # overrides the top-level setting for this cluster
+
+
+class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    default_cluster: str | None = None
+    theme: str = "dark"
+    read_only: bool = False
+    audit_log: str | None = None
+    thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
+    clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+
+
+SourceSettings = DemoSettings | SlurmSettings
+_KIND_TYPES: dict[str, type[Any]] = {"demo": DemoSettings, "slurm": SlurmSettings}
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_state_dir() -> Path:
+    return Path(platformdirs.user_state_dir(APP_NAME))
+
+
+def _key_path(exc: msgspec.ValidationError) -> str:
+    text = str(exc)
+    if " - at `" in text:
+        message, _, where = text.partition(" - at `")
+        key = where.rstrip("`").removeprefix("$.").removeprefix("$")
+        return f"{key}: {message}"
+    return text
+
+
+def load_config(path: Path) -> AppConfig:
+    """Read and validate a config file; raise ConfigError with one readable line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def parse_config(data: dict[str, Any], origin: str = "<config>") -> AppConfig:
+    try:
+        config = msgspec.convert(data, AppConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{origin}: {_key_path(exc)}") from None
+    for cname, cluster in config.clusters.items():
+        for i, _ in enumerate(cluster.sources):
+            source_settings(config, cname, i, origin)  # validate eagerly
+    if config.default_cluster is not None and config.default_cluster not in config.clusters:
+        raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
+    return config
+
+
+def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "<config>") -> SourceSettings:
+    """The typed settings of one configured source (validated by its ``kind``)."""
+    entry = dict(config.clusters[cluster].sources[index])
+    where = f"clusters.{cluster}.sources[{index}]"
+    kind = entry.pop("kind", None)
+    if kind is None:
+        raise ConfigError(f"{origin}: {where}.kind: missing (one of {', '.join(SOURCE_KINDS)})")
+    if kind in PLANNED_SOURCE_KINDS:
+        raise ConfigError(f"{origin}: {where}.kind: source kind {kind!r} is not implemented in this version")
+    settings_type = _KIND_TYPES.get(kind)
+    if settings_type is None:
+        raise ConfigError(f"{origin}: {where}.kind: unknown source kind {kind!r} (one of {', '.join(SOURCE_KINDS)})")
+    try:
+        settings: SourceSettings = msgspec.convert(entry, settings_type)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{origin}: {where}.{_key_path(exc)}") from None
+    return settings
+
+
+def pick_cluster(config: AppConfig, requested: str | None, origin: str = "<config>") -> str:
+    if requested is not None:
+        if requested not in config.clusters:
+            known = ", ".join(sorted(config.clusters)) or "none"
+            raise ConfigError(f"{origin}: no cluster named {requested!r} (known: {known})")
+        return requested
+    if config.default_cluster:
+        return config.default_cluster
+    if len(config.clusters) == 1:
+        return next(iter(config.clusters))
+    if not config.clusters:
+        raise ConfigError(f"{origin}: clusters: no cluster configured")
+    raise ConfigError(f"{origin}: several clusters and no default_cluster: pick one with --cluster")
+
+

@@ -1,0 +1,109 @@
+"""One poll loop per source: never overlapping, bounded by a timeout, backing off on errors.
+
+A hung source costs a stale marker in the status line, never a frozen screen:
+``collect()`` runs under ``asyncio.wait_for`` and the other sources keep going.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+from hpctui.sources.base import Source
+from hpctui.store import Store
+
+MAX_BACKOFF_S = 60.0
+
+
+def backoff_delay(interval_s: float, consecutive_errors: int) -> float:
+    """Interval doubled per consecutive error, capped, so a dead controller is not hammered."""
+    if consecutive_errors <= 0:
+        return interval_s
+    return min(MAX_BACKOFF_S, interval_s * (2 ** min(consecutive_errors, 6)))
+
+
+def describe_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Poller:
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        store: Store,
+        on_change: Callable[[], None] | None = None,
+        timeout_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sources = list(sources)
+        self.store = store
+        self.on_change = on_change
+        self.timeout_s = timeout_s
+        self.monotonic = monotonic
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake: dict[str, asyncio.Event] = {}
+        for source in self.sources:
+            store.register_source(source.name, source.kind)
+
+    def _timeout_for(self, source: Source) -> float:
+        own = getattr(source, "timeout_s", None)
+        if isinstance(own, (int, float)) and own > 0:
+            return float(own) + min(1.0, float(own) / 2)  # the source's own limit, plus a margin
+        return self.timeout_s or max(10.0, 3 * source.interval_s)
+
+    async def poll_once(self, source: Source) -> bool:
+        """Collect once from ``source`` into the store; True on success."""
+        started = self.monotonic()
+        try:
+            result = await asyncio.wait_for(source.collect(), timeout=self._timeout_for(source))
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            self.store.record_error(source.name, f"timed out after {self._timeout_for(source):.0f} s")
+            ok = False
+        except Exception as exc:  # any source failure is data for the status line
+            self.store.record_error(source.name, describe_error(exc))
+            ok = False
+        else:
+            self.store.apply(result, duration_s=self.monotonic() - started)
+            ok = True
+        if self.on_change is not None:
+            self.on_change()
+        return ok
+
+    async def poll_all_once(self) -> None:
+        await asyncio.gather(*(self.poll_once(s) for s in self.sources))
+
+    async def _loop(self, source: Source) -> None:
+        wake = self._wake[source.name]
+        while True:
+            await self.poll_once(source)
+            errors = self.store.health()[source.name].consecutive_errors
+            wake.clear()
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=backoff_delay(source.interval_s, errors))
+            except TimeoutError:
+                pass
+
+    def start(self) -> None:
+        for source in self.sources:
+            self._wake[source.name] = asyncio.Event()
+            self._tasks.append(asyncio.create_task(self._loop(source), name=f"poll:{source.name}"))
+
+    def refresh_now(self) -> None:
+        """Ask every loop to poll now (the ``r`` key); a poll in flight is not duplicated."""
+        for event in self._wake.values():
+            event.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for source in self.sources:
+            try:
+                await asyncio.wait_for(source.close(), timeout=2.0)
+            except Exception:  # closing is best effort
+                pass

@@ -1,0 +1,101 @@
+"""Everything one cluster needs at run time, built from config: sources, store,
+poller, action executor. UI-free: the headless ``snapshot`` command and the
+Textual app both build one of these.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hpctui.actions.audit import AuditLog
+from hpctui.actions.executor import ActionExecutor
+from hpctui.config import (
+    AppConfig,
+    DemoSettings,
+    default_state_dir,
+    source_settings,
+)
+from hpctui.health import Thresholds
+from hpctui.poller import Poller
+from hpctui.sources.base import ActionBackend, Source
+from hpctui.store import NodeNameMap, Store
+
+
+class Runtime:
+    def __init__(
+        self,
+        cluster: str,
+        sources: Sequence[Source],
+        *,
+        thresholds: Thresholds | None = None,
+        read_only: bool = False,
+        audit_path: Path | None = None,
+        name_map: NodeNameMap | None = None,
+        clock: Callable[[], float] = time.time,
+        theme: str = "dark",
+    ) -> None:
+        self.cluster = cluster
+        self.sources = list(sources)
+        self.thresholds = thresholds or Thresholds()
+        self.read_only = read_only
+        self.theme = theme
+        self.clock = clock
+        self.store = Store(cluster, name_map=name_map, clock=clock)
+        self.poller = Poller(self.sources, self.store)
+        backends = [s for s in self.sources if isinstance(s, ActionBackend)]
+        audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
+        self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
+
+    def start(self, on_change: Callable[[], None] | None = None) -> None:
+        self.poller.on_change = on_change
+        self.poller.start()
+
+    async def collect_once(self) -> None:
+        await self.poller.poll_all_once()
+
+    def refresh_now(self) -> None:
+        self.poller.refresh_now()
+
+    async def stop(self) -> None:
+        await self.poller.stop()
+
+
+def build_source(settings: object) -> Source:
+    if isinstance(settings, DemoSettings):
+        from hpctui.sources.demo import DemoSource
+
+        return DemoSource(size=settings.size, seed=settings.seed, interval_s=settings.interval_s, name=settings.name)
+    from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
+
+    if isinstance(settings, SlurmSettings):
+        return build_slurm_source(settings)
+    raise TypeError(f"no source for {type(settings).__name__}")
+
+
+def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | None = None,
+                        theme: str | None = None) -> Runtime:
+    cc = config.clusters[cluster]
+    sources = [build_source(source_settings(config, cluster, i)) for i in range(len(cc.sources))]
+    ro = read_only if read_only is not None else (cc.read_only if cc.read_only is not None else config.read_only)
+    return Runtime(
+        cluster,
+        sources,
+        thresholds=config.thresholds,
+        read_only=ro,
+        audit_path=Path(config.audit_log).expanduser() if config.audit_log else None,
+        name_map=NodeNameMap(cc.node_map.explicit, cc.node_map.strip_suffix),
+        theme=theme or config.theme,
+    )
+
+
+def demo_runtime(size: int = 64, seed: int = 0, *, clock: Callable[[], float] = time.time,
+                 start_time: float | None = None, read_only: bool = False, audit_path: Path | None = None,
+                 thresholds: Thresholds | None = None, theme: str = "dark", interval_s: float = 2.0) -> Runtime:
+    """The built-in demo cluster; with a frozen ``clock`` and ``seed`` it is fully deterministic."""
+    from hpctui.sources.demo import DemoSource
+
+    source = DemoSource(size=size, seed=seed, interval_s=interval_s, clock=clock, start_time=start_time)
+    return Runtime("demo", [source], thresholds=thresholds, read_only=read_only, audit_path=audit_path,
+                   clock=clock, theme=theme)

@@ -1,0 +1,163 @@
+"""Store merging and the poll loop: a hung or failing source costs a stale marker, not the UI."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hpctui.model import Gpu, K8sNodeInfo, Part, Pod, SlurmNodeInfo, SourceResult
+from hpctui.poller import Poller, backoff_delay
+from hpctui.store import NodeNameMap, Store
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_store_joins_slurm_and_k8s_by_mapped_name_and_tracks_part_ages() -> None:
+    clock = Clock()
+    store = Store("c1", name_map=NodeNameMap({"special-k8s": "gpu02"}, strip_suffix=".cluster.local"), clock=clock)
+    store.apply(SourceResult(source="slurm", time=990.0, slurm_nodes={
+        "gpu01": SlurmNodeInfo(base_state="IDLE"), "gpu02": SlurmNodeInfo(base_state="MIXED")}))
+    store.apply(SourceResult(source="k8s", time=995.0,
+                             k8s_nodes={"gpu01.cluster.local": K8sNodeInfo(name="gpu01.cluster.local",
+                                                                           conditions={"Ready": "True"}),
+                                        "special-k8s": K8sNodeInfo(name="special-k8s"),
+                                        "k8s-only": K8sNodeInfo(name="k8s-only")},
+                             pods=(Pod(namespace="ns", name="p", node="gpu01.cluster.local"),)))
+    snap = store.snapshot()
+    assert list(snap.nodes) == ["gpu01", "gpu02", "k8s-only"]
+    assert snap.nodes["gpu01"].slurm is not None and snap.nodes["gpu01"].k8s is not None
+    assert snap.nodes["gpu02"].k8s is not None and snap.nodes["gpu02"].k8s.ready == "Unknown"
+    assert snap.pods[0].node == "gpu01"
+    assert snap.part_age(Part.SLURM_NODES, now=1000.0) == 10.0
+    assert snap.part_age(Part.K8S_NODES, now=1000.0) == 5.0
+    assert snap.part_age(Part.GPUS, now=1000.0) is None
+
+
+def test_store_caches_snapshot_until_change_and_keeps_history() -> None:
+    store = Store("c1", history_length=3)
+    store.apply(SourceResult(source="s", time=1.0, gpus={"n1": (Gpu(node="n1", index=0, util_pct=10.0),)}))
+    first = store.snapshot()
+    assert store.snapshot() is first
+    version = store.version
+    for t in (2.0, 3.0, 4.0):
+        store.apply(SourceResult(source="s", time=t, gpus={"n1": (Gpu(node="n1", index=0, util_pct=t * 10),)}))
+    assert store.version == version + 3
+    assert store.snapshot() is not first
+    assert [v for _, v in store.history.get("gpu:n1:0:util")] == [20.0, 30.0, 40.0]
+
+
+def test_errors_keep_old_data_and_count_up() -> None:
+    clock = Clock(100.0)
+    store = Store("c1", clock=clock)
+    store.register_source("slurm", "slurm")
+    store.apply(SourceResult(source="slurm", time=100.0, slurm_nodes={"n1": SlurmNodeInfo(base_state="IDLE")}))
+    clock.t = 150.0
+    store.record_error("slurm", "slurmctld unreachable")
+    store.record_error("slurm", "slurmctld unreachable")
+    snap = store.snapshot()
+    health = snap.sources["slurm"]
+    assert health.kind == "slurm"
+    assert not health.ok and health.consecutive_errors == 2
+    assert health.age(150.0) == 50.0
+    assert "n1" in snap.nodes  # old data stays, with its age
+
+
+def test_backoff_grows_and_caps() -> None:
+    assert backoff_delay(2.0, 0) == 2.0
+    assert backoff_delay(2.0, 1) == 4.0
+    assert backoff_delay(2.0, 3) == 16.0
+    assert backoff_delay(2.0, 30) == 60.0
+
+
+class FakeSource:
+    """A source whose collect() can be made to hang or fail."""
+
+    def __init__(self, name: str, mode: str = "ok", interval_s: float = 0.05) -> None:
+        self.name = name
+        self.kind = "fake"
+        self.interval_s = interval_s
+        self.timeout_s = 0.2
+        self.mode = mode
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def collect(self) -> SourceResult:
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.mode == "hang":
+                await asyncio.sleep(3600)
+            if self.mode == "fail":
+                raise ConnectionError("controller unreachable\nsecond line is dropped")
+            await asyncio.sleep(0.01)
+            return SourceResult(source=self.name, time=float(self.calls),
+                                slurm_nodes={f"{self.name}-n": SlurmNodeInfo(base_state="IDLE")})
+        finally:
+            self.in_flight -= 1
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_hung_source_times_out_while_others_keep_refreshing() -> None:
+    store = Store("c1")
+    hung, good = FakeSource("hung", "hang"), FakeSource("good")
+    changes = 0
+
+    def on_change() -> None:
+        nonlocal changes
+        changes += 1
+
+    poller = Poller([hung, good], store, on_change=on_change)
+    poller.start()
+    await asyncio.sleep(0.8)
+    await poller.stop()
+    health = store.health()
+    assert good.calls >= 5, "the healthy source must keep polling while the other hangs"
+    assert health["good"].ok
+    assert not health["hung"].ok and "timed out" in (health["hung"].last_error or "")
+    assert good.max_in_flight == 1 and hung.max_in_flight == 1, "polls of one source never overlap"
+    assert changes >= good.calls
+
+
+async def test_failing_source_reports_first_line_and_backs_off() -> None:
+    store = Store("c1")
+    bad = FakeSource("bad", "fail", interval_s=0.05)
+    poller = Poller([bad], store)
+    poller.start()
+    await asyncio.sleep(0.5)
+    await poller.stop()
+    health = store.health()["bad"]
+    assert health.last_error == "ConnectionError: controller unreachable"
+    # with backoff 0.1, 0.2, 0.4 ... only a few calls fit in 0.5 s (without backoff ~10)
+    assert 2 <= bad.calls <= 4
+
+
+async def test_refresh_now_wakes_the_loop() -> None:
+    store = Store("c1")
+    src = FakeSource("s", interval_s=30.0)
+    poller = Poller([src], store)
+    poller.start()
+    await asyncio.sleep(0.05)
+    assert src.calls == 1
+    poller.refresh_now()
+    await asyncio.sleep(0.05)
+    await poller.stop()
+    assert src.calls == 2
+
+
+@pytest.mark.parametrize("n", [1, 3])
+async def test_poll_all_once(n: int) -> None:
+    store = Store("c1")
+    sources = [FakeSource(f"s{i}") for i in range(n)]
+    await Poller(sources, store).poll_all_once()
+    assert len(store.snapshot().nodes) == n
