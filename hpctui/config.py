@@ -6,6 +6,7 @@ and the offending key, never a traceback.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -70,13 +71,17 @@ def default_state_dir() -> Path:
     return Path(platformdirs.user_state_dir(APP_NAME))
 
 
-def _key_path(exc: msgspec.ValidationError) -> str:
+def _key_path(exc: msgspec.ValidationError, prefix: str = "") -> str:
+    """``"Expected int, got str - at `$.a.b`"`` → ``"a.b: expected int, got str"``."""
     text = str(exc)
-    if " - at `" in text:
-        message, _, where = text.partition(" - at `")
-        key = where.rstrip("`").removeprefix("$.").removeprefix("$")
-        return f"{key}: {message}"
-    return text
+    message, _, where = text.partition(" - at `")
+    key = where.rstrip("`").removeprefix("$").removeprefix(".") if where else ""
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
+    if unknown:
+        key = f"{key}.{unknown.group(1)}" if key else unknown.group(1)
+        message = "unknown key"
+    full = ".".join(k for k in (prefix, key) if k).replace(".[", "[")
+    return f"{full}: {message[:1].lower()}{message[1:]}" if full else message
 
 
 def load_config(path: Path) -> AppConfig:
@@ -122,7 +127,7 @@ def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "
     try:
         settings: SourceSettings = msgspec.convert(entry, settings_type)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{origin}: {where}.{_key_path(exc)}") from None
+        raise ConfigError(f"{origin}: {_key_path(exc, where)}") from None
     return settings
 
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The one test command (README): installs what the suite needs, then runs pytest.
+# System packages (real Slurm daemons, munge, slurmrestd) need root on Debian 12;
+# the test bed itself is started and stopped by the test fixtures, by pid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    bash .ci/system-deps.sh
+elif [ "${CI:-}" = true ]; then
+    echo "scripts/test.sh: CI needs root to install the Slurm test bed" >&2; exit 1
+fi
+
+VENV=${HPCTUI_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+exec "$VENV/bin/python" -m pytest "$@"

@@ -1,0 +1,93 @@
+"""Config loading: a bad file is one line naming the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpctui.config import ConfigError, DemoSettings, load_config, pick_cluster, source_settings
+from hpctui.sources.slurm.settings import SlurmSettings
+
+GOOD = """
+default_cluster = "prod"
+theme = "wall"
+read_only = true
+
+[thresholds]
+gpu_temp_warn_c = 80
+
+[clusters.prod]
+node_map = { strip_suffix = ".cluster.local", explicit = { "k8s-a" = "gpu01" } }
+
+[[clusters.prod.sources]]
+kind = "slurm"
+backend = "cli"
+interval_s = 10
+slurm_conf = "/etc/slurm/slurm.conf"
+
+[clusters.lab]
+[[clusters.lab.sources]]
+kind = "demo"
+size = 8
+seed = 3
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_good_config_is_typed(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.theme == "wall" and config.read_only
+    assert config.thresholds.gpu_temp_warn_c == 80 and config.thresholds.gpu_temp_crit_c == 88
+    assert pick_cluster(config, None) == "prod"
+    assert pick_cluster(config, "lab") == "lab"
+    slurm = source_settings(config, "prod", 0)
+    assert isinstance(slurm, SlurmSettings) and slurm.backend == "cli" and slurm.interval_s == 10
+    demo = source_settings(config, "lab", 0)
+    assert isinstance(demo, DemoSettings) and demo.size == 8
+    assert config.clusters["prod"].node_map.explicit == {"k8s-a": "gpu01"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("theme = [", "invalid TOML"),
+        ("thme = 'dark'", "thme"),
+        ("[thresholds]\ngpu_temp_warn_c = 'hot'", "thresholds.gpu_temp_warn_c"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'slurm'\nbackend = 'carrier-pigeon'", "clusters.a.sources[0].backend"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'slurm'\nintervl_s = 3", "clusters.a.sources[0].intervl_s"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'slurm'\nbackend = 'rest'", "needs rest_url"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'toaster'", "unknown source kind 'toaster'"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nsize = 3", "clusters.a.sources[0].kind: missing"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'k8s'", "not implemented in this version"),
+        ("default_cluster = 'nope'\n[clusters.a]", "default_cluster: no cluster named 'nope'"),
+    ],
+)
+def test_bad_config_names_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert expected in message, message
+    assert "\n" not in message
+
+
+def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "absent.toml")
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path)  # a directory
+
+
+def test_cluster_choice_errors(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "[clusters.a]\n[clusters.b]\n"))
+    with pytest.raises(ConfigError, match="pick one with --cluster"):
+        pick_cluster(config, None)
+    with pytest.raises(ConfigError, match=r"no cluster named 'c' \(known: a, b\)"):
+        pick_cluster(config, "c")
