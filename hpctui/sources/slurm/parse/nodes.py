@@ -1,0 +1,171 @@
+"""``sinfo --json`` / REST ``GET nodes`` and ``GET partitions`` → model, v0.0.36–v0.0.44.
+
+One typed schema covers every version: fields that changed shape are unions (``state``
+str|list, numbers int|``{set,infinite,number}``, ``features`` str|list). msgspec decodes
+only the declared fields and skips the rest, so a 16k-node document stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
+from hpctui.model.node import SlurmNodeInfo
+from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
+from hpctui.sources.slurm.parse.gres import parse_gres, parse_gres_used
+from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, errors_of, version_from_meta
+from hpctui.sources.slurm.parse.states import normalize_node_state
+from hpctui.sources.slurm.parse.values import IntLike, epoch, num, split_list, text
+
+OnInvalid = Callable[[str], None]
+
+
+class _Node(msgspec.Struct, kw_only=True):
+    name: str
+    state: str | list[str]
+    state_flags: list[str] | None = None  # v0.0.37/38 only
+    reason: str | None = None
+    reason_set_by_user: str | None = None
+    reason_changed_at: IntLike = None
+    partitions: list[str] | str | None = None
+    features: list[str] | str | None = None
+    active_features: list[str] | str | None = None
+    cpus: IntLike = None
+    alloc_cpus: IntLike = None
+    real_memory: IntLike = None
+    alloc_memory: IntLike = None
+    gres: str | None = None
+    gres_used: str | None = None
+
+
+class _NodesDoc(msgspec.Struct, kw_only=True):
+    meta: Meta | None = None
+    errors: list[RestError] | None = None
+    nodes: list[_Node]
+
+
+_nodes_decoder = msgspec.json.Decoder(_NodesDoc)
+
+
+def _raise_on_errors(what: str, errs: list[RestError] | None) -> None:
+    msgs = errors_of(errs)
+    if msgs:
+        raise SlurmParseError(f"{what}: slurm reported {'; '.join(msgs)}")
+
+
+def node_info(n: _Node) -> SlurmNodeInfo:
+    base, flags = normalize_node_state(n.state, n.state_flags)
+    gpu_type, gpus_total = parse_gres(n.gres)
+    gpus_alloc, _ = parse_gres_used(n.gres_used)
+    features = split_list(n.active_features) or split_list(n.features)
+    return SlurmNodeInfo(
+        base_state=base,
+        flags=flags,
+        reason=text(n.reason),
+        reason_user=text(n.reason_set_by_user),
+        reason_time=epoch(n.reason_changed_at),
+        partitions=split_list(n.partitions),
+        features=features,
+        cpus_total=num(n.cpus),
+        cpus_alloc=num(n.alloc_cpus),
+        memory_total_mb=num(n.real_memory),
+        memory_alloc_mb=num(n.alloc_memory),
+        gpus_total=gpus_total,
+        gpus_alloc=gpus_alloc,
+        gpu_type=gpu_type,
+        gres=text(n.gres),
+        gres_used=text(n.gres_used),
+    )
+
+
+def check_node_name(name: str, where: str, on_invalid: OnInvalid | None) -> bool:
+    """Node names are later used in argv and hostlists: reject anything not a hostname.
+
+    Strict by default (SlurmParseError); with ``on_invalid`` the node is dropped and the
+    message handed to the callback, so one odd name does not blank the whole view.
+    """
+    if is_valid_hostname(name):
+        return True
+    msg = f"invalid node name {name!r} at {where}"
+    if on_invalid is None:
+        raise SlurmParseError(msg)
+    on_invalid(msg)
+    return False
+
+
+def parse_nodes_json(
+    data: bytes | str, version: str | None = None, *, on_invalid: OnInvalid | None = None
+) -> dict[str, SlurmNodeInfo]:
+    """``sinfo --json`` or REST ``GET /slurm/vX/nodes`` → {node name: SlurmNodeInfo}.
+
+    ``version`` (e.g. "v0.0.40") is checked against PARSEABLE_REST_VERSIONS; None → read
+    from ``meta``. v0.0.36 documents carry no ``state_flags`` (so no DRAIN), no
+    ``alloc_*`` and no ``partitions``: those come back as no flag / None / ().
+    """
+    check_version(version)
+    try:
+        doc = _nodes_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise from_msgspec("slurm nodes JSON", exc) from exc
+    check_version(version or version_from_meta(doc.meta))
+    _raise_on_errors("slurm nodes JSON", doc.errors)
+    out: dict[str, SlurmNodeInfo] = {}
+    for i, n in enumerate(doc.nodes):
+        if check_node_name(n.name, f"$.nodes[{i}]", on_invalid):
+            out[n.name] = node_info(n)
+    return out
+
+
+class _PartNodes(msgspec.Struct, kw_only=True):
+    configured: str | None = None
+
+
+class _Partition(msgspec.Struct, kw_only=True):
+    name: str
+    nodes: str | _PartNodes | None = None  # str ≤ v0.0.38; {"configured": ...} v0.0.39+
+
+
+class _PartitionsDoc(msgspec.Struct, kw_only=True):
+    meta: Meta | None = None
+    errors: list[RestError] | None = None
+    partitions: list[_Partition]
+
+
+_partitions_decoder = msgspec.json.Decoder(_PartitionsDoc)
+
+
+def parse_partitions_json(data: bytes | str, version: str | None = None) -> dict[str, tuple[str, ...]]:
+    """REST ``GET partitions`` → {partition: node names}; fills partitions for v0.0.36 nodes."""
+    check_version(version)
+    try:
+        doc = _partitions_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise from_msgspec("slurm partitions JSON", exc) from exc
+    check_version(version or version_from_meta(doc.meta))
+    _raise_on_errors("slurm partitions JSON", doc.errors)
+    out: dict[str, tuple[str, ...]] = {}
+    for i, p in enumerate(doc.partitions):
+        expr = p.nodes.configured if isinstance(p.nodes, _PartNodes) else p.nodes
+        try:
+            out[p.name] = tuple(expand(expr or ""))
+        except HostlistError as exc:
+            raise SlurmParseError(f"slurm partitions JSON: {exc} at $.partitions[{i}].nodes") from exc
+    return out
+
+
+def fill_partitions(
+    nodes: dict[str, SlurmNodeInfo], partitions: dict[str, tuple[str, ...]]
+) -> dict[str, SlurmNodeInfo]:
+    """Nodes without a partition list (v0.0.36, text fallbacks) get it from partitions."""
+    by_node: dict[str, list[str]] = {}
+    for part, names in partitions.items():
+        for name in names:
+            by_node.setdefault(name, []).append(part)
+    return {
+        name: info if info.partitions or name not in by_node else msgspec.structs.replace(
+            info, partitions=tuple(by_node[name])
+        )
+        for name, info in nodes.items()
+    }
