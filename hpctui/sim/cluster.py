@@ -1,0 +1,410 @@
+"""The simulated cluster: topology + workload + incidents, advanced by explicit time.
+
+``advance(t)`` moves the world to ``t``; ``to_result(t)`` hands out one
+:class:`SourceResult`. Frozen Structs are cached per node and rebuilt only for
+nodes that changed or whose turn it is in the rolling refresh, so a tick at
+16k nodes stays cheap.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import msgspec
+
+from hpctui.model import (
+    ControllerHealth,
+    Event,
+    Gpu,
+    IbPort,
+    K8sNodeInfo,
+    Mount,
+    Pod,
+    Severity,
+    SlurmJob,
+    SlurmNodeInfo,
+    SourceResult,
+    Taint,
+)
+from hpctui.sim import metrics
+from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place
+from hpctui.sim.pods import build_pods, crashloop_restarts
+from hpctui.sim.topology import GFD_PRODUCT, GPU_SHORT, MIG_BALANCED, NodeSpec, build_topology
+from hpctui.sim.workload import SimJob, Workload, idx_str
+
+REFRESH_ALL_UP_TO = 512  # up to this many nodes every node is re-read every tick
+REFRESH_SHARE = 16  # above it, a rolling 1/16 (at least 512) plus changed and incident nodes
+DRAIN_FINISH_TICKS = 2  # running jobs on a drained node end this many ticks later
+REBOOT_TICKS = 2
+DRIVER = "550.90.07"
+
+
+@dataclass(slots=True)
+class NodeAdmin:
+    """What admins and failures did to a node (Slurm flags/reason, K8s cordon)."""
+
+    flags: set[str] = field(default_factory=set)
+    reason: str | None = None
+    reason_user: str | None = None
+    reason_time: float | None = None
+    down: bool = False
+    cordoned: bool = False
+    reboot_done_tick: int | None = None
+
+
+class SimCluster:
+    def __init__(self, size: int = 64, seed: int = 0, start_time: float = 0.0) -> None:
+        self.size, self.seed, self.t0, self.t, self.tick = size, seed, start_time, start_time, 0
+        self.topo = build_topology(size, seed)
+        self.place = place(self.topo, seed)
+        self.incidents = Incidents(self.place, start_time, seed)
+        self.incident_nodes = self.place.nodes
+        self.workload = Workload(self.topo, seed, start_time, exclude=frozenset({self.place.xid_node}))
+        rng = random.Random(f"phases-{seed}")
+        self.specs: tuple[NodeSpec, ...] = self.topo.all_nodes
+        self.phase = {n.name: rng.uniform(0.0, 6.283) for n in self.specs}
+        self.ecc_agg = {n.name: rng.choice((0, 0, 0, 0, 1, 2, 7)) for n in self.specs}
+        self.admin = {n.name: NodeAdmin() for n in self.specs}
+        self._init_admin()
+        self.sim_pods = build_pods(self.topo, seed, start_time, skip=frozenset({self.place.notready_node}))
+        self.pod_gpus: dict[str, int] = {}
+        for sp in self.sim_pods:
+            if sp.pod.node is not None and sp.pod.phase == "Running":
+                self.pod_gpus[sp.pod.node] = self.pod_gpus.get(sp.pod.node, 0) + sp.pod.gpus_requested
+        self._slurm: dict[str, SlurmNodeInfo] = {}
+        self._k8s: dict[str, K8sNodeInfo] = {}
+        self._gpus: dict[str, tuple[Gpu, ...]] = {}
+        self._ib: dict[str, tuple[IbPort, ...]] = {}
+        self._mounts: dict[str, tuple[Mount, ...]] = {}
+        self._ibc: dict[str, list[dict[str, int]]] = {}
+        self._last_read: dict[str, float] = {}
+        self._jobs: tuple[SlurmJob, ...] = ()
+        self._pods: tuple[Pod, ...] = tuple(sp.pod for sp in self.sim_pods)
+        self._admin_dirty: set[str] = set()
+        self._cursor = 0
+        for spec in self.specs:
+            self._rebuild_slurm(spec)
+            self._rebuild_k8s(spec)
+            self._read_node(spec, start_time)
+        self.workload.dirty_nodes.clear()
+        self._refresh_jobs()
+
+    def _init_admin(self) -> None:
+        p = self.place
+        xid = self.admin[p.xid_node]
+        xid.flags.add("DRAIN")
+        xid.reason, xid.reason_user, xid.reason_time = DRAIN_REASON, "root", self.t0 - 1800
+        for spec in self.topo.gpu_nodes:
+            if spec.k8s_reserved:
+                self.admin[spec.name].flags.add("RESERVED")
+
+    # -- time ----------------------------------------------------------------------
+    def advance(self, t: float) -> None:
+        """One tick at time ``t`` (never backwards)."""
+        t = max(t, self.t)
+        self.tick += 1
+        self.workload.advance(t, self.tick, self.schedulable)
+        self.incidents.step(t)
+        self._reboots(t)
+        self._crashloops(t)
+        dirty = self.workload.dirty_nodes | self._admin_dirty
+        self.workload.dirty_nodes = set()
+        self._admin_dirty = set()
+        for name in dirty:
+            spec = self.topo.by_name[name]
+            self._rebuild_slurm(spec)
+            self._rebuild_k8s(spec)
+        refresh = dirty | self.incident_nodes
+        n = len(self.specs)
+        chunk = n if n <= REFRESH_ALL_UP_TO else max(REFRESH_ALL_UP_TO, n // REFRESH_SHARE)
+        for k in range(chunk):
+            refresh.add(self.specs[(self._cursor + k) % n].name)
+        self._cursor = (self._cursor + chunk) % n
+        for name in sorted(refresh):
+            self._read_node(self.topo.by_name[name], t)
+        self._refresh_jobs()
+        self.t = t
+
+    def schedulable(self, name: str) -> bool:
+        spec, adm = self.topo.by_name[name], self.admin[name]
+        return not (adm.down or adm.flags & {"DRAIN", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
+                    or spec.k8s_reserved or spec.mig)
+
+    def _reboots(self, t: float) -> None:
+        for name, adm in self.admin.items():
+            if "REBOOT_REQUESTED" in adm.flags and not self.workload.alloc[name].jobs:
+                adm.flags -= {"REBOOT_REQUESTED"}
+                adm.flags.add("REBOOT_ISSUED")
+                adm.reboot_done_tick = self.tick + REBOOT_TICKS
+                self._admin_dirty.add(name)
+                self._event(t, "slurm", f"node/{name}", Severity.INFO, "reboot issued")
+            elif adm.reboot_done_tick is not None and self.tick >= adm.reboot_done_tick:
+                adm.flags -= {"REBOOT_ISSUED", "DRAIN"}
+                adm.reason = adm.reason_user = adm.reason_time = None
+                adm.down, adm.reboot_done_tick = False, None
+                self.incidents.rebooted(name, t)
+                self._admin_dirty.add(name)
+                self._event(t, "slurm", f"node/{name}", Severity.INFO, "rebooted, back in service")
+
+    def _crashloops(self, t: float) -> None:
+        changed = False
+        for sp in self.sim_pods:
+            if sp.crashloop_base is not None:
+                restarts = crashloop_restarts(sp.crashloop_base, t, self.t0)
+                if restarts != sp.pod.restarts:
+                    sp.pod = msgspec.structs.replace(sp.pod, restarts=restarts)
+                    changed = True
+        if changed:
+            self._pods = tuple(sp.pod for sp in self.sim_pods)
+
+    def _refresh_jobs(self) -> None:
+        if self.workload.changed:
+            self._jobs = tuple(j.to_struct() for j in self.workload.jobs.values())
+            self.workload.changed = False
+
+    # -- per-node readings ---------------------------------------------------------
+    def _busy(self, spec: NodeSpec) -> set[int]:
+        if spec.k8s_reserved:
+            return set(range(min(spec.n_gpus, self.pod_gpus.get(spec.name, 0))))
+        return self.workload.alloc[spec.name].gpus
+
+    def _read_node(self, spec: NodeSpec, t: float) -> None:
+        name, phase = spec.name, self.phase[spec.name]
+        dt = max(0.0, t - self._last_read.get(name, t))
+        self._last_read[name] = t
+        busy = self._busy(spec)
+        if spec.n_gpus:
+            gpus = []
+            for i in range(spec.n_gpus):
+                g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name])
+                if name in self.incident_nodes:
+                    g = self.incidents.patch_gpu(g, t)
+                gpus.append(g)
+            self._gpus[name] = tuple(gpus)
+        self._ib[name] = self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
+        self._mounts[name] = metrics.mount_readings(
+            name, t, phase, slow=name == self.place.slow_node,
+            hung_target="/lustre/scratch" if name == self.place.hung_node else None)
+
+    def _read_ib(self, spec: NodeSpec, t: float, dt: float, busy: bool) -> tuple[IbPort, ...]:
+        name, phase = spec.name, self.phase[spec.name]
+        olds = self._ibc.get(name)
+        if olds is None:
+            olds = [dict.fromkeys(metrics.IB_COUNTERS, 0) for _ in spec.ib_devices]
+            for k, c in enumerate(olds):
+                c["port_xmit_data"] = c["port_rcv_data"] = int(phase * 1e12) + k * 7_919_000
+                c["port_xmit_packets"] = c["port_rcv_packets"] = int(phase * 1e9) + k * 1931
+        ports, news = [], []
+        for k, dev in enumerate(spec.ib_devices):
+            old = olds[k]
+            new = dict(old)
+            up, rate = self.incidents.ib_link(name, dev) if name in self.incident_nodes else (True, None)
+            if up:
+                words, pkts = metrics.ib_traffic(busy, t, phase + k, dt, rate or spec.ib_max_gbps)
+                new["port_xmit_data"] += words
+                new["port_rcv_data"] += words - words // 50
+                new["port_xmit_packets"] += pkts
+                new["port_rcv_packets"] += pkts
+                if busy:
+                    new["port_xmit_wait"] += int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0)))
+            if name == self.place.flap_node and dev == self.place.flap_dev:
+                new.update(self.incidents.flap_counters)
+            deltas = {c: new[c] - old[c] for c in metrics.IB_COUNTERS}
+            news.append(new)
+            ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate))
+        self._ibc[name] = news
+        return tuple(ports)
+
+    def _rebuild_slurm(self, spec: NodeSpec) -> None:
+        a, adm = self.workload.alloc[spec.name], self.admin[spec.name]
+        if adm.down:
+            base = "DOWN"
+        elif a.cpus >= spec.cpus:
+            base = "ALLOCATED"
+        elif a.cpus > 0:
+            base = "MIXED"
+        else:
+            base = "IDLE"
+        short = GPU_SHORT.get(spec.gpu_model or "", "")
+        gres: str | None
+        if spec.mig and spec.gpu_model:
+            counts: dict[str, int] = {}
+            for prof, _ in MIG_BALANCED[spec.gpu_model]:
+                counts[prof] = counts.get(prof, 0) + spec.n_gpus
+            gres = ",".join(f"gpu:{p}:{c}" for p, c in counts.items())
+            total = sum(counts.values())
+        else:
+            gres = f"gpu:{short}:{spec.n_gpus}(S:0-1)" if spec.n_gpus else None
+            total = spec.n_gpus
+        used = None
+        if spec.n_gpus and not spec.mig:
+            used = f"gpu:{short}:{len(a.gpus)}(IDX:{idx_str(a.gpus) if a.gpus else 'N/A'})"
+        mem_alloc = sum(
+            self.workload.jobs[j].cpus_per_node * (spec.mem_mb // spec.cpus)
+            for j in a.jobs if j in self.workload.jobs)
+        self._slurm[spec.name] = SlurmNodeInfo(
+            base_state=base, flags=frozenset(adm.flags), reason=adm.reason, reason_user=adm.reason_user,
+            reason_time=adm.reason_time, partitions=spec.partitions, features=spec.features,
+            cpus_total=spec.cpus, cpus_alloc=a.cpus, memory_total_mb=spec.mem_mb, memory_alloc_mb=mem_alloc,
+            gpus_total=total if spec.n_gpus else None, gpus_alloc=len(a.gpus) if spec.n_gpus else None,
+            gpu_type=short or None, gres=gres, gres_used=used,
+        )
+
+    def _rebuild_k8s(self, spec: NodeSpec) -> None:
+        adm = self.admin[spec.name]
+        notready = spec.name == self.place.notready_node
+        status = "Unknown" if notready else "False"
+        conditions = {"Ready": "Unknown" if notready else "True", "MemoryPressure": status,
+                      "DiskPressure": status, "PIDPressure": status, "NetworkUnavailable": "False"}
+        messages = {"Ready": NOTREADY_MESSAGE} if notready else {"Ready": "kubelet is posting ready status"}
+        taints: list[Taint] = []
+        if notready:
+            taints += [Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),
+                       Taint(key="node.kubernetes.io/unreachable", effect="NoExecute")]
+        if adm.cordoned:
+            taints.append(Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule"))
+        labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux"}
+        capacity: int | None = None
+        allocatable: int | None = None
+        if spec.gpu_model:
+            labels.update({
+                "nvidia.com/gpu.product": GFD_PRODUCT[spec.gpu_model], "nvidia.com/gpu.count": str(spec.n_gpus),
+                "nvidia.com/gpu.memory": str(spec.gpu_mem_mib), "nvidia.com/gpu.present": "true",
+                "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed",
+                "nvidia.com/mig.config": "all-balanced" if spec.mig else "all-disabled",
+                "nvidia.com/mig.config.state": "success", "nvidia.com/cuda.driver-version.full": DRIVER,
+            })
+            capacity = allocatable = 0 if spec.mig else spec.n_gpus
+            if spec.mig:
+                for prof, _ in MIG_BALANCED[spec.gpu_model]:
+                    key = f"nvidia.com/mig-{prof}.count"
+                    labels[key] = str(int(labels.get(key, "0")) + spec.n_gpus)
+            elif spec.name == self.place.xid_node and self.incidents.xid_active:
+                allocatable = spec.n_gpus - 1  # the device plugin marks the lost GPU unhealthy
+        self._k8s[spec.name] = K8sNodeInfo(
+            name=spec.name, conditions=conditions, condition_messages=messages, taints=tuple(taints),
+            labels=labels, unschedulable=adm.cordoned, gpu_capacity=capacity, gpu_allocatable=allocatable,
+        )
+
+    # -- output --------------------------------------------------------------------------
+    def controller(self, t: float) -> ControllerHealth:
+        running = sum(1 for j in self._jobs if j.state == "RUNNING")
+        pending = sum(1 for j in self._jobs if j.state == "PENDING")
+        w = metrics.wave(t, 0.3, 60.0)
+        return ControllerHealth(
+            reachable=True, server_thread_count=3 + int(2 + 2 * w), agent_queue_size=0,
+            jobs_pending=pending, jobs_running=running, last_backfill_cycle_s=round(0.8 + 0.3 * w, 3),
+            mean_schedule_cycle_us=round(1800 + 400 * w, 0), detail="demo slurmctld (primary) UP",
+        )
+
+    def to_result(self, t: float, source: str = "demo") -> SourceResult:
+        """Everything, as one collection; events are those since the previous call."""
+        return SourceResult(
+            source=source, time=t, slurm_nodes=dict(self._slurm), slurm_jobs=self._jobs,
+            k8s_nodes=dict(self._k8s), pods=self._pods, gpus=dict(self._gpus), ib=dict(self._ib),
+            mounts=dict(self._mounts), events=tuple(self.incidents.drain_events()), controller=self.controller(t),
+        )
+
+    def _event(self, t: float, source: str, obj: str, sev: Severity, message: str) -> None:
+        self.incidents.events.append(Event(time=t, source=source, object=obj, severity=sev, message=message))
+
+    # -- node actions (Slurm / K8s semantics, FACTS §3); each returns an error or None ---
+    def mark(self, name: str) -> None:
+        self._admin_dirty.add(name)
+
+    def drain(self, name: str, reason: str, user: str, t: float) -> str | None:
+        adm = self.admin[name]
+        adm.flags.add("DRAIN")
+        adm.reason, adm.reason_user, adm.reason_time = reason, user, t
+        for job in self.workload.running_on(name):
+            if job.finish_tick is None:
+                job.finish_tick = self.tick + DRAIN_FINISH_TICKS
+        self.mark(name)
+        self._event(t, "slurm", f"node/{name}", Severity.WARNING, f"drained by {user}: {reason}")
+        return None
+
+    def resume(self, name: str, t: float) -> str | None:
+        adm = self.admin[name]
+        if not (adm.down or adm.flags & {"DRAIN", "REBOOT_REQUESTED", "NOT_RESPONDING"}):
+            return "Invalid node state specified"
+        adm.flags -= {"DRAIN", "REBOOT_REQUESTED", "NOT_RESPONDING"}
+        adm.down = False
+        adm.reason = adm.reason_user = adm.reason_time = None
+        self.mark(name)
+        self._event(t, "slurm", f"node/{name}", Severity.INFO, "resumed")
+        return None
+
+    def reboot(self, name: str, reason: str, user: str, t: float) -> str | None:
+        adm = self.admin[name]
+        adm.flags |= {"DRAIN", "REBOOT_REQUESTED"}
+        adm.reason = f"Reboot ASAP: {reason}" if reason else "Reboot ASAP"
+        adm.reason_user, adm.reason_time = user, t
+        for job in self.workload.running_on(name):
+            if job.finish_tick is None:
+                job.finish_tick = self.tick + DRAIN_FINISH_TICKS
+        self.mark(name)
+        self._event(t, "slurm", f"node/{name}", Severity.WARNING, f"reboot ASAP requested by {user}")
+        return None
+
+    def cancel_reboot(self, name: str, t: float) -> str | None:
+        adm = self.admin[name]
+        if "REBOOT_REQUESTED" not in adm.flags:
+            return f"node {name} has no pending reboot"
+        adm.flags -= {"REBOOT_REQUESTED"}
+        if adm.reason and adm.reason.startswith("Reboot ASAP"):
+            adm.flags -= {"DRAIN"}
+            adm.reason = adm.reason_user = adm.reason_time = None
+        self.mark(name)
+        self._event(t, "slurm", f"node/{name}", Severity.INFO, "reboot cancelled")
+        return None
+
+    def cordon(self, name: str, on: bool, t: float) -> str | None:
+        adm = self.admin[name]
+        if adm.cordoned != on:
+            adm.cordoned = on
+            self.mark(name)
+            self._event(t, "k8s", f"node/{name}", Severity.INFO, "cordoned" if on else "uncordoned")
+        return None
+
+    # -- job actions -------------------------------------------------------------------
+    def requeue(self, job: SimJob, hold: bool, t: float) -> str | None:
+        if job.state == "PENDING":
+            return "Job is pending execution"
+        if job.state != "RUNNING":
+            return "Job/step already completing or completed"
+        if not job.batch:
+            return "Only batch jobs are accepted or processed"
+        if not job.requeueable:
+            return "Requested operation is presently disabled"
+        self.workload.requeue(job, self.tick, hold=hold)
+        self._event(t, "slurm", f"job/{job.display_id}", Severity.INFO, "requeued" + (" and held" if hold else ""))
+        return None
+
+    def hold(self, job: SimJob, t: float) -> str | None:
+        if job.state != "PENDING":
+            return "Job is no longer pending execution" if job.state == "RUNNING" else \
+                "Job/step already completing or completed"
+        job.reason, job.priority = "JobHeldUser", 0
+        self.workload.touch(job)
+        self._event(t, "slurm", f"job/{job.display_id}", Severity.INFO, "held")
+        return None
+
+    def release(self, job: SimJob, t: float) -> str | None:
+        if job.state != "PENDING":
+            return "Job is no longer pending execution" if job.state == "RUNNING" else \
+                "Job/step already completing or completed"
+        if job.held:
+            job.reason, job.priority = "Priority", 10_000
+            self.workload.touch(job)
+            self._event(t, "slurm", f"job/{job.display_id}", Severity.INFO, "released")
+        return None
+
+    def cancel(self, job: SimJob, t: float) -> str | None:
+        if job.state not in ("PENDING", "RUNNING"):
+            return "Job/step already completing or completed"
+        # between ticks: stay visible for the next collect, gone the one after
+        self.workload.finish(job, "CANCELLED", t, self.tick + 1, refill=False)
+        self._event(t, "slurm", f"job/{job.display_id}", Severity.INFO, "cancelled")
+        return None
+

@@ -1,0 +1,179 @@
+"""Scripted faults, present from the first tick and placed at fixed relative positions.
+
+The same seed puts them on the same nodes at any size, so screenshots and tests
+can rely on them; some evolve every tick (ECC count, IB flapping).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import msgspec
+
+from hpctui.model import Event, Gpu, Severity, ThrottleReason, XidEvent
+from hpctui.sim.topology import PCI_BUS_IDS, Topology
+
+DRAIN_REASON = "xid 79 gpu3 - RMA ticket 4411"
+NOTREADY_MESSAGE = "Kubelet stopped posting node status."
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    xid_node: str
+    ecc_node: str
+    thermal_node: str
+    flap_node: str
+    degraded_node: str
+    hung_node: str
+    slow_node: str
+    notready_node: str
+    xid_gpu: int = 3
+    ecc_gpu: int = 5
+    thermal_gpu: int = 6
+    flap_dev: str = "mlx5_2"
+    degraded_dev: str = "mlx5_5"
+
+    @property
+    def nodes(self) -> frozenset[str]:
+        return frozenset((self.xid_node, self.ecc_node, self.thermal_node, self.flap_node,
+                          self.degraded_node, self.hung_node, self.slow_node, self.notready_node))
+
+
+def place(topo: Topology, seed: int) -> Placement:
+    """Pick distinct nodes near fixed fractions of the GPU node list, jittered by seed."""
+    rng = random.Random(f"incidents-{seed}")
+    plain = [n.name for n in topo.gpu_nodes if not n.mig and not n.k8s_reserved] or [n.name for n in topo.gpu_nodes]
+    reserved = [n.name for n in topo.gpu_nodes if n.k8s_reserved] or plain
+    jitter = rng.randrange(max(1, len(plain) // 16))
+    used: set[str] = set()
+
+    def pick(frac: float, pool: list[str]) -> str:
+        start = min(len(pool) - 1, int(frac * len(pool)) + jitter)
+        for k in range(len(pool)):
+            name = pool[(start + k) % len(pool)]
+            if name not in used:
+                used.add(name)
+                return name
+        return pool[start]
+
+    return Placement(
+        xid_node=pick(0.10, plain), ecc_node=pick(0.23, plain), flap_node=pick(0.37, plain),
+        degraded_node=pick(0.45, plain), hung_node=pick(0.52, plain), slow_node=pick(0.60, plain),
+        thermal_node=pick(0.81, plain), notready_node=pick(0.66, reserved),
+    )
+
+
+def _gpu_obj(node: str, idx: int) -> str:
+    return f"gpu/{node}/{idx}"
+
+
+def _xid_pci(idx: int) -> str:
+    """``00000000:61:00.0`` → ``0000:61:00`` as the kernel log prints it."""
+    return PCI_BUS_IDS[idx][4:-2].lower()
+
+
+class Incidents:
+    """Mutable incident state; the cluster asks it how to bend the normal readings."""
+
+    def __init__(self, place_: Placement, t0: float, seed: int) -> None:
+        self.p = place_
+        self.t0 = t0
+        rng = random.Random(f"incident-state-{seed}")
+        self.xid_active = True
+        self.xid_pid = rng.randint(2000, 90_000)
+        self.ecc_uncorrected = 3
+        self.ecc_active = True
+        self.flap_up = True
+        self.flap_counters = {"link_downed": 4, "symbol_error": 1180, "link_error_recovery": 9}
+        self.events: list[Event] = self._initial_events()
+
+    def _initial_events(self) -> list[Event]:
+        p, t0 = self.p, self.t0
+        return [
+            Event(time=t0 - 1900, source="gpu", object=_gpu_obj(p.xid_node, p.xid_gpu), severity=Severity.CRITICAL,
+                  message=self._xid79_line()),
+            Event(time=t0 - 1800, source="slurm", object=f"node/{p.xid_node}", severity=Severity.WARNING,
+                  message=f"drained by root: {DRAIN_REASON}"),
+            Event(time=t0 - 1200, source="k8s", object=f"node/{p.notready_node}", severity=Severity.ERROR,
+                  message=f"NodeNotReady: Ready=Unknown: {NOTREADY_MESSAGE}"),
+            Event(time=t0 - 900, source="mount", object=f"mount/{p.hung_node}/lustre/scratch", severity=Severity.ERROR,
+                  message="/lustre/scratch hung: stat -f timed out after 5 s"),
+            Event(time=t0 - 600, source="ib", object=f"ib/{p.degraded_node}/{p.degraded_dev}/1",
+                  severity=Severity.WARNING, message="rate 200 Gb/sec (4X HDR) below max 400 Gb/sec: reseat cable"),
+            Event(time=t0 - 420, source="gpu", object=_gpu_obj(p.ecc_node, p.ecc_gpu), severity=Severity.ERROR,
+                  message="uncorrectable ECC errors: 3 (volatile), row remap pending"),
+            Event(time=t0 - 300, source="gpu", object=_gpu_obj(p.thermal_node, p.thermal_gpu),
+                  severity=Severity.WARNING, message="thermal slowdown at 88 C (HW_THERMAL_SLOWDOWN, SW_THERMAL_SLOWDOWN)"),
+            Event(time=t0 - 120, source="ib", object=f"ib/{p.flap_node}/{p.flap_dev}/1", severity=Severity.WARNING,
+                  message="link flapping: link_downed=4"),
+        ]
+
+    def _xid79_line(self) -> str:
+        return (f"NVRM: Xid (PCI:{_xid_pci(self.p.xid_gpu)}): 79, pid={self.xid_pid}, name=python3, "
+                "GPU has fallen off the bus.")
+
+    # -- evolution ---------------------------------------------------------------
+    def step(self, t: float) -> None:
+        """One tick: the ECC count climbs, the flapping link changes state."""
+        p = self.p
+        if self.ecc_active:
+            self.ecc_uncorrected += 1
+            self.events.append(Event(
+                time=t, source="gpu", object=_gpu_obj(p.ecc_node, p.ecc_gpu), severity=Severity.ERROR,
+                message=f"uncorrectable ECC errors: {self.ecc_uncorrected} (volatile), row remap pending"))
+        self.flap_up = not self.flap_up
+        obj = f"ib/{p.flap_node}/{p.flap_dev}/1"
+        if not self.flap_up:
+            self.flap_counters["link_downed"] += 1
+            self.flap_counters["symbol_error"] += 37
+            self.flap_counters["link_error_recovery"] += 1
+            self.events.append(Event(time=t, source="ib", object=obj, severity=Severity.WARNING,
+                                     message=f"link down (link_downed={self.flap_counters['link_downed']})"))
+        else:
+            self.events.append(Event(time=t, source="ib", object=obj, severity=Severity.INFO, message="link up"))
+
+    def rebooted(self, node: str, t: float) -> None:
+        """A reboot clears a lost GPU and applies pending row remaps; cables stay bad."""
+        if node == self.p.xid_node and self.xid_active:
+            self.xid_active = False
+            self.events.append(Event(time=t, source="gpu", object=_gpu_obj(node, self.p.xid_gpu),
+                                     severity=Severity.INFO, message="GPU back on the bus after reboot"))
+        if node == self.p.ecc_node and self.ecc_active:
+            self.ecc_active = False
+
+    def drain_events(self) -> list[Event]:
+        out, self.events = self.events, []
+        return out
+
+    # -- bending readings ------------------------------------------------------
+    def patch_gpu(self, gpu: Gpu, t: float) -> Gpu:
+        p = self.p
+        if gpu.node == p.xid_node and gpu.index == p.xid_gpu and self.xid_active:
+            ev = XidEvent(time=self.t0 - 1900, xid=79, pci_bus_id=_xid_pci(gpu.index), message=self._xid79_line())
+            return Gpu(node=gpu.node, index=gpu.index, uuid=gpu.uuid, model=gpu.model, pci_bus_id=gpu.pci_bus_id,
+                       xid_events=(ev,), last_xid=79, lost=True)
+        if gpu.node == p.ecc_node and gpu.index == p.ecc_gpu:
+            if not self.ecc_active:
+                return msgspec.structs.replace(gpu, ecc_uncorrected_aggregate=self.ecc_uncorrected,
+                                               remapped_uncorrectable=1)
+            ev = XidEvent(time=self.t0 - 420, xid=63, pci_bus_id=_xid_pci(gpu.index), message=(
+                f"NVRM: Xid (PCI:{_xid_pci(gpu.index)}): 63, pid=1871, Row Remapper: New row marked for remapping, "
+                "reset gpu to activate."))
+            return msgspec.structs.replace(
+                gpu, ecc_uncorrected_volatile=self.ecc_uncorrected, ecc_uncorrected_aggregate=self.ecc_uncorrected,
+                remapped_uncorrectable=0, remap_pending=True, xid_events=(ev,), last_xid=63)
+        if gpu.node == p.thermal_node and gpu.index == p.thermal_gpu:
+            temp = 88.0 + (1.0 if int(t) % 7 < 3 else 0.0)
+            return msgspec.structs.replace(
+                gpu, temp_c=temp, hbm_temp_c=temp + 7.0, sm_clock_mhz=1410.0,
+                throttle_reasons=int(ThrottleReason.HW_THERMAL_SLOWDOWN | ThrottleReason.SW_THERMAL_SLOWDOWN))
+        return gpu
+
+    def ib_link(self, node: str, device: str) -> tuple[bool, float | None]:
+        """(link up, rate override) for one port."""
+        if node == self.p.flap_node and device == self.p.flap_dev:
+            return self.flap_up, None
+        if node == self.p.degraded_node and device == self.p.degraded_dev:
+            return True, 200.0
+        return True, None

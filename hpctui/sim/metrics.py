@@ -1,0 +1,119 @@
+"""Smooth, deterministic readings for GPUs, IB ports and mounts.
+
+Every value is a pure function of (static phase, load, time) or of counters the
+caller keeps, so two clusters with the same seed fed the same times agree exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hpctui.model import Gpu, IbPort, MigInstance, Mount, MountState, ThrottleReason
+from hpctui.sim.topology import MIG_BALANCED, PCI_BUS_IDS, NodeSpec
+
+POWER_LIMIT_W = 700.0
+IB_COUNTERS = (
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+    "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_wait",
+    "port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets",
+)
+RATE_TEXT = {400.0: "400 Gb/sec (4X NDR)", 200.0: "200 Gb/sec (4X HDR)"}
+MOUNTS = (  # target, fstype, source, typical stat latency in ms
+    ("/lustre/scratch", "lustre", "10.10.0.11@o2ib:10.10.0.12@o2ib:/scratch", 1.8),
+    ("/beegfs/data", "beegfs", "beegfs_nodev", 2.4),
+    ("/home", "nfs4", "nfs01:/export/home", 0.9),
+)
+SLOW_MS = 1000.0
+
+
+def wave(t: float, phase: float, period: float) -> float:
+    """A value in [-1, 1] that moves smoothly with time."""
+    return math.sin(t * (2.0 * math.pi / period) + phase)
+
+
+def utilization(t: float, phase: float) -> float:
+    """Busy-GPU utilisation: high, wobbling, never quite flat."""
+    u = 82.0 + 12.0 * wave(t, phase, 97.0) + 5.0 * wave(t, 2.3 * phase, 23.0)
+    return round(min(100.0, max(0.0, u)), 0)
+
+
+def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, ecc_agg: int) -> Gpu:
+    """One GPU as NVML would report it; MIG GPUs have no utilisation (FACTS §1)."""
+    total = float(spec.gpu_mem_mib)
+    util = utilization(t, phase) if busy else 0.0
+    temp = round(31.0 + 0.46 * util + 1.5 * wave(t, phase, 181.0), 0)
+    power = round((118.0 + 5.6 * util if busy else 68.0) + 6.0 * wave(t, phase, 41.0), 1)
+    throttle = int(ThrottleReason.GPU_IDLE) if not busy else (
+        int(ThrottleReason.SW_POWER_CAP) if power > 640.0 else 0)
+    mig: tuple[MigInstance, ...] = ()
+    util_pct: float | None = util
+    mem_util: float | None = round(util * 0.55, 0)
+    used = round(total * (0.78 + 0.12 * wave(t, phase, 300.0)), 0) if busy else 4.0
+    if spec.mig:
+        mig = mig_instances(spec, index, t, phase)
+        util_pct = mem_util = None
+        used = float(sum(m.memory_used_mib or 0.0 for m in mig))
+        busy_any = any((m.engine_active or 0.0) > 0.05 for m in mig)
+        power = round(95.0 + 260.0 * max(m.engine_active or 0.0 for m in mig), 1)
+        temp = round(33.0 + 0.1 * (power - 95.0), 0)
+        throttle = 0 if busy_any else int(ThrottleReason.GPU_IDLE)
+    return Gpu(
+        node=spec.name, index=index, uuid=spec.gpu_uuids[index], model=spec.gpu_model,
+        pci_bus_id=PCI_BUS_IDS[index % len(PCI_BUS_IDS)], util_pct=util_pct, mem_util_pct=mem_util,
+        memory_used_mib=used, memory_total_mib=total, temp_c=temp, hbm_temp_c=temp + 6.0,
+        power_w=power, power_limit_w=POWER_LIMIT_W, sm_clock_mhz=1980.0 if busy else 345.0,
+        ecc_corrected_volatile=0, ecc_uncorrected_volatile=0, ecc_corrected_aggregate=ecc_agg,
+        ecc_uncorrected_aggregate=0, remapped_correctable=0, remapped_uncorrectable=0,
+        remap_pending=False, remap_failure=False, mig_mode_current=spec.mig, mig_mode_pending=spec.mig,
+        mig_instances=mig, throttle_reasons=throttle, pcie_gen_current=5 if busy else 1, pcie_gen_max=5,
+        pcie_width_current=16, pcie_width_max=16, persistence_mode=True,
+    )
+
+
+def mig_instances(spec: NodeSpec, index: int, t: float, phase: float) -> tuple[MigInstance, ...]:
+    assert spec.gpu_model is not None
+    out = []
+    for k, (profile, mib) in enumerate(MIG_BALANCED[spec.gpu_model]):
+        active = max(0.0, 0.45 + 0.45 * wave(t, phase + k, 67.0 + 11 * k)) if (index + k) % 3 else 0.0
+        out.append(MigInstance(
+            gi_id=(2, 3, 9, 10)[k], ci_id=0, profile=profile,
+            uuid=f"MIG-{spec.gpu_uuids[index][4:12]}-{k:04x}-{index:04x}-{k * 17:04x}-{spec.gpu_uuids[index][-12:]}",
+            memory_used_mib=round(mib * (0.2 + 0.6 * active), 0) if active else 13.0,
+            memory_total_mib=float(mib), engine_active=round(active, 3),
+        ))
+    return tuple(out)
+
+
+def ib_traffic(busy: bool, t: float, phase: float, dt: float, gbps: float) -> tuple[int, int]:
+    """(4-octet words, packets) moved in ``dt`` seconds; port_*_data count octets ÷ 4."""
+    load = (0.55 + 0.35 * wave(t, phase, 53.0)) if busy else 0.002
+    octets = load * gbps * 1e9 / 8.0 * dt
+    return int(octets / 4), int(octets / 4096)
+
+
+def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[str, int], *,
+            up: bool = True, rate: float | None = None) -> IbPort:
+    rate = spec.ib_max_gbps if rate is None else rate
+    return IbPort(
+        node=spec.name, device=device, port=1, state="ACTIVE" if up else "DOWN",
+        phys_state="LinkUp" if up else "Polling", rate_gbps=rate, rate_text=RATE_TEXT.get(rate),
+        max_rate_gbps=spec.ib_max_gbps, link_layer="InfiniBand", counters=counters, deltas=deltas,
+    )
+
+
+def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_target: str | None = None,
+                   ) -> tuple[Mount, ...]:
+    out = []
+    for k, (target, fstype, source, base) in enumerate(MOUNTS):
+        if target == hung_target:
+            out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=MountState.HUNG,
+                             latency_ms=None, detail="stat -f timed out after 5 s"))
+            continue
+        lat = round(base * (1.0 + 0.4 * wave(t, phase + k, 71.0)), 2)
+        if slow and fstype == "nfs4":
+            lat = round(1800.0 + 300.0 * wave(t, phase, 29.0), 1)
+        state = MountState.SLOW if lat > SLOW_MS else MountState.OK
+        out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state, latency_ms=lat))
+    return tuple(out)

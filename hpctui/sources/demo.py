@@ -1,0 +1,194 @@
+"""The built-in demo cluster as a Source + ActionBackend, like the real backends.
+
+Actions change the simulated cluster with Slurm/Kubernetes semantics (FACTS §3)
+and show the real command they stand for; nothing real is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import threading
+import time
+from collections.abc import Callable
+
+from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult
+from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.model.hostlist import HostlistError, collect, expand
+from hpctui.sim import SimCluster
+from hpctui.sim.workload import SimJob
+
+NOTE = "demo cluster: nothing real is touched"
+SUPPORTED = frozenset({
+    ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES, ActionKind.CANCEL_REBOOT,
+    ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS,
+    ActionKind.CANCEL_JOBS, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
+})
+_JOB_VERB = {ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
+             ActionKind.HOLD_JOBS: "hold", ActionKind.RELEASE_JOBS: "release"}
+
+
+def _quote(value: str) -> str:
+    """Slurm-style ``"..."`` when safe for a shell, else shlex quoting."""
+    if any(c in value for c in '"$`\\!\n'):
+        return shlex.quote(value)
+    return f'"{value}"'
+
+
+class DemoSource:
+    """A simulated cluster behind the Source and ActionBackend protocols."""
+
+    kind = "demo"
+
+    def __init__(self, size: int = 64, seed: int = 0, interval_s: float = 2.0,
+                 clock: Callable[[], float] = time.time, start_time: float | None = None,
+                 name: str = "demo", user: str = "root") -> None:
+        self.name = name
+        self.interval_s = interval_s
+        self.clock = clock
+        self.user = user  # recorded as reason_user on drains from this UI
+        self.sim = SimCluster(size=size, seed=seed, start_time=clock() if start_time is None else start_time)
+        self._lock = threading.Lock()  # ticks may run in a worker thread; actions share the sim
+
+    # -- Source --------------------------------------------------------------------
+    async def collect(self) -> SourceResult:
+        t = self.clock()
+        if len(self.sim.specs) > 1024:  # big ticks leave the event loop free
+            return await asyncio.to_thread(self._collect, t)
+        return self._collect(t)
+
+    def _collect(self, t: float) -> SourceResult:
+        with self._lock:
+            self.sim.advance(t)
+            return self.sim.to_result(t, self.name)
+
+    async def close(self) -> None:
+        return None
+
+    # -- ActionBackend ----------------------------------------------------------------
+    @property
+    def action_kinds(self) -> frozenset[ActionKind]:
+        return SUPPORTED
+
+    def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
+             snapshot: ClusterSnapshot) -> ActionPlan:
+        """Validate against the sim (the snapshot may be a tick old) and spell out the real commands."""
+        if kind not in SUPPORTED:
+            return ActionPlan(kind=kind, source=self.name, targets=targets, params=params, notes=(NOTE,),
+                              errors=(f"the demo cluster cannot {kind.value}",))
+        with self._lock:
+            if kind in JOB_ACTIONS:
+                return self._plan_jobs(kind, targets, params)
+            return self._plan_nodes(kind, targets, params)
+
+    def _plan_nodes(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> ActionPlan:
+        names: list[str] = []
+        rejected: list[str] = []
+        errors: list[str] = []
+        for target in targets:
+            try:
+                expanded = expand(target)
+            except HostlistError as exc:
+                rejected.append(target)
+                errors.append(str(exc))
+                continue
+            for n in expanded:
+                if n in self.sim.topo.by_name:
+                    names.append(n)
+                else:
+                    rejected.append(n)
+                    errors.append(f"unknown node {n!r}")
+        names = list(dict.fromkeys(names))
+        reason = params.get("reason", "").strip()
+        if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES) and not reason:
+            errors.append("You must specify a reason when DOWNING or DRAINING a node")
+        hl = collect(names) if names else ""
+        commands: tuple[str, ...] = ()
+        if names:
+            commands = {
+                ActionKind.DRAIN_NODES: (f"scontrol update NodeName={hl} State=DRAIN Reason={_quote(reason)}",),
+                ActionKind.RESUME_NODES: (f"scontrol update NodeName={hl} State=RESUME",),
+                ActionKind.REBOOT_NODES: (f"scontrol reboot ASAP nextstate=RESUME Reason={_quote(reason)} {hl}",),
+                ActionKind.CANCEL_REBOOT: (f"scontrol cancel_reboot {hl}",),
+                ActionKind.CORDON_NODES: ("kubectl cordon " + " ".join(names),),
+                ActionKind.UNCORDON_NODES: ("kubectl uncordon " + " ".join(names),),
+            }[kind]
+        affected: list[str] = []
+        for n in names:
+            for job in self.sim.workload.running_on(n):
+                affected.append(f"job {job.display_id} ({job.user}) {job.name} on {collect(job.nodes)}")
+            for sp in self.sim.sim_pods:
+                if sp.pod.node == n:
+                    affected.append(f"pod {sp.pod.namespace}/{sp.pod.name} on {n}")
+        warnings = []
+        if kind is ActionKind.DRAIN_NODES and affected:
+            warnings.append("running jobs finish first: the nodes show DRAINING until then")
+        return ActionPlan(kind=kind, source=self.name, targets=tuple(names), params=params, commands=commands,
+                          affected=tuple(dict.fromkeys(affected)), warnings=tuple(warnings), errors=tuple(errors),
+                          rejected_targets=tuple(rejected), notes=(NOTE,))
+
+    def _plan_jobs(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> ActionPlan:
+        found: list[str] = []
+        rejected: list[str] = []
+        errors: list[str] = []
+        affected: list[str] = []
+        for target in targets:
+            job = self.sim.workload.find(target)
+            if job is None:
+                rejected.append(target)
+                errors.append(f"Invalid job id specified: {target}")
+                continue
+            found.append(job.display_id)
+            where = f"on {collect(job.nodes)}" if job.nodes else f"({job.reason or job.state})"
+            affected.append(f"job {job.display_id} ({job.user}) {job.name} {job.state} {where}")
+        found = list(dict.fromkeys(found))
+        commands: tuple[str, ...] = ()
+        if found:
+            if kind is ActionKind.CANCEL_JOBS:
+                commands = ("scancel " + " ".join(found),)
+            else:
+                commands = (f"scontrol {_JOB_VERB[kind]} " + ",".join(found),)
+        return ActionPlan(kind=kind, source=self.name, targets=tuple(found), params=params, commands=commands,
+                          affected=tuple(affected), errors=tuple(errors), rejected_targets=tuple(rejected),
+                          notes=(NOTE,))
+
+    async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        return self._execute(plan, self.clock())
+
+    def _execute(self, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:
+        results = []
+        with self._lock:
+            for target in plan.targets:
+                error = self._apply(plan, target, t)
+                results.append(TargetResult(target=target, ok=error is None, message=error or "ok"))
+        return tuple(results)
+
+    def _apply(self, plan: ActionPlan, target: str, t: float) -> str | None:
+        sim, kind = self.sim, plan.kind
+        if kind in JOB_ACTIONS:
+            job: SimJob | None = sim.workload.find(target)
+            if job is None:
+                return "Invalid job id specified"
+            if kind is ActionKind.REQUEUE_JOBS:
+                return sim.requeue(job, False, t)
+            if kind is ActionKind.REQUEUE_HOLD_JOBS:
+                return sim.requeue(job, True, t)
+            if kind is ActionKind.HOLD_JOBS:
+                return sim.hold(job, t)
+            if kind is ActionKind.RELEASE_JOBS:
+                return sim.release(job, t)
+            return sim.cancel(job, t)
+        if target not in sim.topo.by_name:
+            return f"Invalid node name specified: {target}"
+        reason = plan.params.get("reason", "").strip()
+        if kind is ActionKind.DRAIN_NODES:
+            if not reason:
+                return "You must specify a reason when DOWNING or DRAINING a node"
+            return sim.drain(target, reason, self.user, t)
+        if kind is ActionKind.RESUME_NODES:
+            return sim.resume(target, t)
+        if kind is ActionKind.REBOOT_NODES:
+            return sim.reboot(target, reason, self.user, t)
+        if kind is ActionKind.CANCEL_REBOOT:
+            return sim.cancel_reboot(target, t)
+        return sim.cordon(target, kind is ActionKind.CORDON_NODES, t)
