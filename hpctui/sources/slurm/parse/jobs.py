@@ -8,7 +8,8 @@ follows squeue: a transient flag wins over the base.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import msgspec
@@ -20,7 +21,7 @@ from hpctui.sources.slurm.parse.exitcode import ExitCodeObj, decode_exit_obj
 from hpctui.sources.slurm.parse.gres import gpu_indices, gpus_from_gres_request, gpus_from_tres_str
 from hpctui.sources.slurm.parse.nodes import _raise_on_errors
 from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, version_from_meta
-from hpctui.sources.slurm.parse.values import IntLike, Num, epoch, minutes, num, text
+from hpctui.sources.slurm.parse.values import _SENTINELS, IntLike, Num, epoch, minutes, num, text
 
 OnInvalid = Callable[[str], None]
 
@@ -55,7 +56,7 @@ def job_display_state(state: str | list[str] | None) -> str:
     return tokens[0]
 
 
-class _Job(msgspec.Struct, kw_only=True):
+class _Job(msgspec.Struct, kw_only=True, gc=False):
     job_id: int
     job_state: str | list[str]
     array_job_id: IntLike = None
@@ -73,7 +74,6 @@ class _Job(msgspec.Struct, kw_only=True):
     tres_per_node: str | None = None
     tres_per_job: str | None = None
     tres_req_str: str | None = None
-    tres_alloc_str: str | None = None
     gres_detail: list[str] | None = None
     submit_time: IntLike = None
     start_time: IntLike = None
@@ -193,6 +193,142 @@ def to_job(j: _Job, where: str) -> SlurmJob:
     )
 
 
+class _JobsEnvelope(msgspec.Struct, kw_only=True, gc=False):
+    """The document with each job left undecoded: jobs are decoded one at a time so
+    that only one decoded ``_Job`` is alive at once (the raw slices share ``data``)."""
+
+    meta: Meta | None = None
+    errors: list[RestError] | None = None
+    jobs: list[msgspec.Raw]
+
+
+_envelope_decoder = msgspec.json.Decoder(_JobsEnvelope)
+_job_decoder = msgspec.json.Decoder(_Job)
+
+
+class _TextCache(dict[str | None, str | None]):
+    """``text()`` memoized by value for one parse: big queues repeat users, accounts,
+    partitions, node lists and reasons, and the jobs then share one string object."""
+
+    def __init__(self) -> None:
+        super().__init__({None: None})
+
+    def __missing__(self, key: str | None) -> str | None:
+        value = self[key] = text(key)
+        return value
+
+
+def _num(value: int | Num | None) -> int | None:
+    """:func:`num` with a fast path for the plain ints of v0.0.36–38."""
+    if type(value) is int:
+        return None if value < 0 or value in _SENTINELS else value
+    return num(value)
+
+
+def _convert(
+    jobs: Iterable[_Job], include_finished: bool, on_invalid: OnInvalid | None
+) -> list[SlurmJob]:
+    """The loop body of :func:`to_job`, inlined, with per-parse caches by value.
+
+    Must give exactly what ``to_job`` gives; it only avoids per-job work: strings,
+    states, exit codes and gres pairings are computed once per distinct value, the
+    ``$.jobs[i]`` location is only formatted for an error, finished jobs are dropped
+    before anything else is converted.
+    """
+    texts = _TextCache()
+    states: dict[str | tuple[str, ...], str] = {}
+    exits: dict[int, tuple[int | None, int | None]] = {}
+    allocs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+    live = LIVE_JOB_STATES
+    out: list[SlurmJob] = []
+    append = out.append
+    for i, j in enumerate(jobs):
+        raw_state = j.job_state
+        key = raw_state if type(raw_state) is str else tuple(raw_state)
+        state = states.get(key)
+        if state is None:
+            state = states[key] = job_display_state(raw_state)
+        if not include_finished and state not in live:
+            continue
+        nodes = texts[j.nodes]
+        alloc: dict[str, str] = {}
+        if nodes is not None:
+            try:
+                expand_cached(nodes)
+            except HostlistError as exc:
+                msg = f"{exc} at $.jobs[{i}].nodes"
+                if on_invalid is None:
+                    raise SlurmParseError(f"slurm jobs JSON: {msg}") from exc
+                on_invalid(msg)
+                continue
+            detail = j.gres_detail
+            if detail:
+                akey = (nodes, tuple(detail))
+                cached = allocs.get(akey)
+                if cached is None:
+                    cached = allocs[akey] = pair_gres_detail(nodes, detail, f"$.jobs[{i}]")
+                if cached:
+                    alloc = dict(cached)
+        exit_code = j.exit_code
+        if type(exit_code) is int:
+            pair = exits.get(exit_code)
+            if pair is None:
+                pair = exits[exit_code] = decode_exit_obj(exit_code)
+        else:
+            pair = decode_exit_obj(exit_code)
+        array_job = _num(j.array_job_id) or None  # 0 = not an array job (22.05)
+        if array_job is None:
+            task = task_str = None
+        else:
+            task = _num(j.array_task_id)
+            task_str = texts[j.array_task_string]
+        node_count = _num(j.node_count)
+        submit = _num(j.submit_time)
+        start = _num(j.start_time)
+        end = _num(j.end_time)
+        limit = _num(j.time_limit)
+        append(
+            SlurmJob(
+                job_id=j.job_id,
+                array_job_id=array_job,
+                array_task_id=task,
+                array_task_str=task_str,
+                name=texts[j.name],
+                user=texts[j.user_name],
+                account=texts[j.account],
+                partition=texts[j.partition],
+                qos=texts[j.qos],
+                state=state,
+                reason=texts[j.state_description] or texts[j.state_reason],
+                nodes=nodes,
+                num_nodes=node_count,
+                gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
+                gpus_alloc=alloc,
+                submit_time=float(submit) if submit else None,
+                start_time=float(start) if start else None,
+                end_time=float(end) if end else None,
+                time_limit_min=limit or None,
+                exit_code=pair[0],
+                exit_signal=pair[1],
+                restart_count=_num(j.restart_cnt),
+                batch=j.batch_flag,
+                requeueable=j.requeue,
+                priority=_num(j.priority),
+            )
+        )
+    return out
+
+
+def _decode_error(data: bytes | str, exc: Exception) -> SlurmParseError:
+    """The error the one-shot typed decode gives for ``data`` (same message and JSON path
+    whichever way the fault was first met)."""
+    try:
+        _jobs_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as full:
+        exc = full
+    return from_msgspec("slurm jobs JSON", exc)
+
+
 def parse_jobs_json(
     data: bytes | str,
     version: str | None = None,
@@ -204,25 +340,42 @@ def parse_jobs_json(
 
     A job whose node list is not a valid hostlist raises SlurmParseError, or — with
     ``on_invalid`` — is dropped and reported through the callback.
+
+    Big queues (100k jobs, ~300 MB): the envelope is decoded with each job left raw,
+    then jobs are decoded and converted one by one, so decoded jobs never pile up; the
+    cyclic GC is paused meanwhile (nothing here makes cycles, and 100k fresh tracked
+    objects would otherwise trigger repeated full collections).
     """
     check_version(version)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        doc = _jobs_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise from_msgspec("slurm jobs JSON", exc) from exc
-    check_version(version or version_from_meta(doc.meta))
-    _raise_on_errors("slurm jobs JSON", doc.errors)
-    out: list[SlurmJob] = []
-    for i, j in enumerate(doc.jobs):
-        if not include_finished and job_display_state(j.job_state) not in LIVE_JOB_STATES:
-            continue
         try:
-            out.append(to_job(j, f"$.jobs[{i}]"))
-        except SlurmParseError as exc:
-            if on_invalid is None:
-                raise SlurmParseError(f"slurm jobs JSON: {exc}") from exc
-            on_invalid(str(exc))
-    return tuple(out)
+            env = _envelope_decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise _decode_error(data, exc) from exc
+        try:
+            check_version(version or version_from_meta(env.meta))
+            _raise_on_errors("slurm jobs JSON", env.errors)
+        except SlurmParseError:
+            _validate_jobs(data, env.jobs)  # a malformed job was reported first before
+            raise
+        try:
+            out = _convert(map(_job_decoder.decode, env.jobs), include_finished, on_invalid)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise _decode_error(data, exc) from exc
+        return tuple(out)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _validate_jobs(data: bytes | str, jobs: list[msgspec.Raw]) -> None:
+    for raw in jobs:
+        try:
+            _job_decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise _decode_error(data, exc) from exc
 
 
 __all__ = ["LIVE_JOB_STATES", "Num", "job_display_state", "parse_jobs_json"]

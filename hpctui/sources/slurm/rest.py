@@ -1,0 +1,265 @@
+"""slurmrestd backend: aiohttp over a unix socket (rest_auth/local) or HTTP(S) with a JWT.
+
+The version is discovered once from ``/openapi/v3`` (what 22.05 serves) and the newest one
+we support is used. Per version, some actions are not in the API (no node update before
+v0.0.39, no requeue before v0.0.45); the source sends those to the CLI and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import aiohttp
+
+from hpctui.actions.base import ActionKind, TargetResult
+from hpctui.model import ControllerHealth
+from hpctui.sources.base import SourceError
+from hpctui.sources.slurm import parse
+from hpctui.sources.slurm.backend import Collected, looks_unreachable
+from hpctui.sources.slurm.jwt import JwtProvider
+from hpctui.sources.slurm.settings import SlurmSettings
+
+_SERVED = re.compile(r"^/slurm/(v0\.0\.\d+)/")
+
+
+def version_number(version: str) -> int:
+    m = re.fullmatch(r"v0\.0\.(\d+)", version)
+    if not m:
+        raise SourceError(f"unknown Slurm REST version {version!r}")
+    return int(m.group(1))
+
+
+def rest_capabilities(version: str) -> frozenset[ActionKind]:
+    """Which actions this REST version has an endpoint for (FACTS §7)."""
+    n = version_number(version)
+    kinds = {ActionKind.CANCEL_JOBS}  # DELETE job/{id}: every version
+    if n >= 38:
+        kinds |= {ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS}  # POST job/{id} {"hold": bool}
+    if n >= 39:
+        kinds |= {ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES}  # POST node/{name}
+    if n >= 45:
+        kinds |= {ActionKind.REQUEUE_JOBS}  # POST job/{id}/requeue (26.05; not tested live here)
+    return frozenset(kinds)
+
+
+class RestBackend:
+    name = "rest"
+
+    def __init__(self, settings: SlurmSettings, jwt: JwtProvider) -> None:
+        assert settings.rest_url
+        self.settings = settings
+        self.jwt = jwt
+        url = settings.rest_url
+        if url.startswith("unix://"):
+            self.socket_path: str | None = url.removeprefix("unix://")
+            self.base = "http://localhost"
+        else:
+            self.socket_path = None
+            parts = urlsplit(url)
+            self.base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+        self.version: str | None = settings.rest_version
+        self.calls: list[str] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def reset_calls(self) -> None:
+        self.calls = []
+
+    def capabilities(self) -> frozenset[ActionKind]:
+        return rest_capabilities(self.version) if self.version else frozenset()
+
+    # -- transport ------------------------------------------------------------
+    def _get_session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._loop = loop
+            connector: aiohttp.BaseConnector
+            if self.socket_path:
+                connector = aiohttp.UnixConnector(path=self.socket_path)
+            else:
+                connector = aiohttp.TCPConnector(ssl=self.settings.verify_tls)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
+        return self._session
+
+    async def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self.jwt.configured:
+            headers["X-SLURM-USER-NAME"] = self.settings.jwt_user or getpass.getuser()
+            headers["X-SLURM-USER-TOKEN"] = await self.jwt.token()
+        return headers
+
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                      query: dict[str, str] | None = None) -> tuple[int, bytes]:
+        """One HTTP request; transport failures become a one-line SourceError."""
+        headers = await self._headers()
+        self.calls.append(f"{method} {path}")
+        where = self.settings.rest_url
+        try:
+            async with self._get_session().request(method, self.base + path, json=body, params=query,
+                                                   headers=headers) as resp:
+                return resp.status, await resp.read()
+        except TimeoutError as exc:
+            # slurmrestd took the request and sat on it: in practice it is waiting for slurmctld
+            raise SourceError(f"slurmctld unreachable: slurmrestd at {where} did not answer within "
+                              f"{self.settings.timeout_s:g}s") from exc
+        except aiohttp.ClientError as exc:
+            raise SourceError(f"slurmrestd unreachable at {where}: {exc}") from exc
+
+    def _error(self, status: int, body: bytes, path: str) -> SourceError:
+        msgs = parse.parse_rest_errors(body)
+        text = "; ".join(msgs) or f"HTTP {status}"
+        if status in (401, 403):
+            if self.jwt.configured:
+                return SourceError(f"JWT expired or invalid (HTTP {status}: {text})")
+            return SourceError(f"slurmrestd refused authentication (HTTP {status}: {text})")
+        if status == 404:
+            return SourceError(f"slurmrestd does not serve {path} (HTTP 404; unknown REST version {self.version}?)")
+        if looks_unreachable(text):
+            return SourceError(f"slurmctld unreachable: slurmrestd says {text}")
+        if self.jwt.configured and msgs and all(m.startswith("Unspecified error") for m in msgs):
+            # 22.05: the controller rejects a bad/expired token and slurmrestd only says this
+            return SourceError(f"JWT expired or invalid (slurmctld rejected the request: {text})")
+        return SourceError(f"slurmrestd HTTP {status} on {path}: {text}")
+
+    async def get(self, what: str) -> bytes:
+        path = f"/slurm/{self.version}/{what}"
+        status, body = await self.request("GET", path)
+        if status != 200:
+            raise self._error(status, body, path)
+        return body
+
+    # -- discovery --------------------------------------------------------------
+    async def discover(self) -> str:
+        """Pick the REST version (settings, else newest supported from /openapi/v3)."""
+        if self.version:
+            if self.version not in parse.PARSEABLE_REST_VERSIONS:
+                raise SourceError(f"unsupported Slurm REST version {self.version} "
+                                  f"(supported: {', '.join(parse.PARSEABLE_REST_VERSIONS)})")
+            return self.version
+        served: set[str] = set()
+        for path in ("/openapi/v3", "/openapi"):
+            status, body = await self.request("GET", path)
+            if status == 200:
+                try:
+                    doc = json.loads(body)
+                except ValueError as exc:
+                    raise SourceError(f"slurmrestd {path} is not JSON: {exc}") from exc
+                served = {m.group(1) for p in doc.get("paths", {}) if (m := _SERVED.match(p))}
+                break
+            if status in (401, 403):
+                raise self._error(status, body, path)
+        try:
+            self.version = parse.pick_rest_version(sorted(served))
+        except parse.SlurmParseError as exc:
+            raise SourceError(str(exc)) from exc
+        return self.version
+
+    # -- reading ----------------------------------------------------------------
+    async def collect(self) -> Collected:
+        version = await self.discover()
+        got = await asyncio.gather(self.get("nodes"), self.get("jobs"), self.get("diag"), return_exceptions=True)
+        for item in got:
+            if isinstance(item, BaseException):
+                raise item
+        nodes_b, jobs_b, diag_b = (x for x in got if isinstance(x, bytes))
+        warnings: list[str] = []
+        try:
+            nodes = parse.parse_nodes_json(nodes_b, version)
+            jobs = parse.parse_jobs_json(jobs_b, version)
+        except parse.SlurmParseError as exc:
+            raise SourceError(f"cannot read slurmrestd {version} output: {exc}") from exc
+        if nodes and not any(n.partitions for n in nodes.values()):
+            try:
+                nodes = parse.fill_partitions(nodes, parse.parse_partitions_json(await self.get("partitions"), version))
+            except parse.SlurmParseError as exc:
+                warnings.append(f"partitions unreadable: {exc}")
+        try:
+            ctl = parse.parse_diag_json(diag_b, version)
+        except parse.SlurmParseError as exc:
+            warnings.append(f"diag unreadable: {exc}")
+            ctl = ControllerHealth(reachable=True, detail="diag unreadable")
+        return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
+
+    # -- acting -----------------------------------------------------------------
+    def requests(self, kind: ActionKind, targets: tuple[str, ...],
+                 params: dict[str, str]) -> list[tuple[str, str, dict[str, Any] | None, dict[str, str] | None]]:
+        v = self.version
+        out: list[tuple[str, str, dict[str, Any] | None, dict[str, str] | None]] = []
+        for t in targets:
+            q = quote(t, safe="")
+            if kind is ActionKind.CANCEL_JOBS:
+                sig = params.get("signal")
+                out.append(("DELETE", f"/slurm/{v}/job/{q}", None, {"signal": sig} if sig else None))
+            elif kind in (ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS):
+                out.append(("POST", f"/slurm/{v}/job/{q}", {"hold": kind is ActionKind.HOLD_JOBS}, None))
+            elif kind is ActionKind.DRAIN_NODES:
+                out.append(("POST", f"/slurm/{v}/node/{q}", {"state": ["DRAIN"], "reason": params.get("reason", "")}, None))
+            elif kind is ActionKind.RESUME_NODES:
+                out.append(("POST", f"/slurm/{v}/node/{q}", {"state": ["RESUME"]}, None))
+            elif kind is ActionKind.REQUEUE_JOBS:
+                out.append(("POST", f"/slurm/{v}/job/{q}/requeue", None, None))
+            else:
+                raise ValueError(f"slurmrestd {v} cannot {kind.value}")
+        return out
+
+    def describe(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[str]:
+        lines = []
+        for method, path, body, query in self.requests(kind, targets, params):
+            line = f"{method} {path}"
+            if query:
+                line += "?" + "&".join(f"{k}={v}" for k, v in query.items())
+            if body is not None:
+                line += " " + json.dumps(body)
+            lines.append(line)
+        return lines
+
+    async def act(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[TargetResult]:
+        results = []
+        for target, (method, path, body, query) in zip(targets, self.requests(kind, targets, params), strict=True):
+            try:
+                status, data = await self.request(method, path, body, query)
+            except SourceError as exc:
+                results.append(TargetResult(target=target, ok=False, message=str(exc)))
+                continue
+            msgs = parse.parse_rest_errors(data) if data else []
+            if status == 200 and not msgs:
+                results.append(TargetResult(target=target, ok=True, message="done"))
+            else:
+                text = "; ".join(msgs) or f"HTTP {status}"
+                results.append(TargetResult(target=target, ok=False, message=f"HTTP {status}: {text}"))
+        if kind is ActionKind.CANCEL_JOBS:
+            results = await self._verify_cancel(results)
+        return results
+
+    async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
+        """Re-read the queue: only a job that is gone or CANCELLED/COMPLETING counts as cancelled."""
+        want = {r.target for r in results if r.ok}
+        states: dict[str, str] = {}
+        for _ in range(10):
+            try:
+                jobs = parse.parse_jobs_json(await self.get("jobs"), self.version)
+            except (SourceError, parse.SlurmParseError) as exc:
+                return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
+                        for r in results]
+            states = {k: j.state for j in jobs for k in (str(j.job_id), j.display_id)}
+            if all(states.get(t, "CANCELLED") in ("CANCELLED", "COMPLETING") for t in want):
+                break
+            await asyncio.sleep(0.2)
+        return [
+            r if not r.ok else (
+                TargetResult(target=r.target, ok=True, message="cancelled (verified)")
+                if states.get(r.target, "CANCELLED") in ("CANCELLED", "COMPLETING")
+                else TargetResult(target=r.target, ok=False, message=f"still {states[r.target]} after DELETE"))
+            for r in results
+        ]
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None

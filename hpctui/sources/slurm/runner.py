@@ -1,0 +1,98 @@
+"""Async subprocess runner: argv lists only, a hard timeout, and a kill that really kills.
+
+Why its own module: every Slurm CLI call goes through one place, so the source can count
+calls per refresh (controller load) and a hung ``sinfo`` can never stall the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+
+class CommandError(Exception):
+    """The command could not run to completion (not found, timed out)."""
+
+
+class CommandTimeout(CommandError):
+    pass
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+    argv: tuple[str, ...]
+    rc: int
+    stdout: bytes
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    @property
+    def message(self) -> str:
+        """Slurm's own words: stderr if any, else stdout; one line per message, trimmed."""
+        text = self.stderr.strip() or self.stdout.decode(errors="replace").strip()
+        return " ".join(line.strip() for line in text.splitlines() if line.strip())[:500]
+
+
+class Runner:
+    """Runs Slurm commands with a fixed environment (SLURM_CONF, PATH with bin_dir first)."""
+
+    def __init__(self, *, timeout_s: float = 10.0, slurm_conf: str | None = None,
+                 bin_dir: str | None = None, extra_env: Mapping[str, str] | None = None) -> None:
+        self.timeout_s = timeout_s
+        env = dict(os.environ)
+        if slurm_conf:
+            env["SLURM_CONF"] = slurm_conf
+        if bin_dir:
+            env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env.update(extra_env or {})
+        self.env = env
+        self.calls: list[str] = []  # argv of every call since the last reset_calls()
+
+    def reset_calls(self) -> None:
+        self.calls = []
+
+    async def run(self, argv: Sequence[str], *, timeout_s: float | None = None) -> RunResult:
+        """Run ``argv`` (never via a shell). Raises CommandError if it cannot run or times out."""
+        argv = tuple(argv)
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        self.calls.append(" ".join(argv))
+        started = time.monotonic()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise CommandError(f"{argv[0]}: command not found") from exc
+        except OSError as exc:
+            raise CommandError(f"{argv[0]}: {exc}") from exc
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout=limit)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            _kill_group(proc)
+            await proc.wait()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise CommandTimeout(f"{argv[0]} timed out after {limit:g}s") from None
+        return RunResult(argv=argv, rc=proc.returncode if proc.returncode is not None else -1,
+                         stdout=out, stderr=err.decode(errors="replace"),
+                         duration_s=time.monotonic() - started)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the child's whole session (it was started with start_new_session): no orphans."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass

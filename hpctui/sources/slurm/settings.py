@@ -1,0 +1,47 @@
+"""The TOML section of one Slurm source (``[[clusters.NAME.sources]] kind = "slurm"``).
+
+A typed Struct with ``forbid_unknown_fields`` so a typo in the config is an error at
+start-up, not a silently ignored key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from hpctui.sources.slurm.source import SlurmSource
+
+BackendName = Literal["auto", "cli", "rest", "pyslurm"]
+
+
+class SlurmSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str = "slurm"
+    backend: BackendName = "auto"
+    interval_s: float = 5.0
+    timeout_s: float = 10.0  # hard limit for one CLI call / HTTP request
+    slurm_conf: str | None = None  # exported as SLURM_CONF to the CLI tools
+    bin_dir: str | None = None  # put first on PATH for the CLI tools
+    rest_url: str | None = None  # "unix:///run/slurmrestd.sock" or "http://127.0.0.1:6820"
+    rest_version: str | None = None  # e.g. "v0.0.38"; None = discover from /openapi/v3
+    jwt: str | None = None  # token; else env SLURM_JWT, else `scontrol token` if jwt_from_scontrol
+    jwt_user: str | None = None  # X-SLURM-USER-NAME; default: the current user
+    jwt_from_scontrol: bool = False
+    jwt_lifespan_s: int = 3600  # lifespan asked of `scontrol token`
+    verify_tls: bool = True
+
+    def __post_init__(self) -> None:
+        if self.interval_s <= 0 or self.timeout_s <= 0:
+            raise ValueError("interval_s and timeout_s must be > 0")
+        if self.backend == "rest" and not self.rest_url:
+            raise ValueError("backend = 'rest' needs rest_url")
+        if self.rest_url and not self.rest_url.startswith(("unix://", "http://", "https://")):
+            raise ValueError("rest_url must start with unix://, http:// or https://")
+
+
+def build_slurm_source(settings: SlurmSettings) -> SlurmSource:
+    """The one constructor the config loader calls."""
+    from hpctui.sources.slurm.source import SlurmSource
+
+    return SlurmSource(settings)

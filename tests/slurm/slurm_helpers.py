@@ -1,0 +1,81 @@
+"""Small helpers shared by the live Slurm tests (sources per backend, read-back polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from slurmlab import SlurmLab
+
+from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
+from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.sources.slurm import SlurmSettings
+from hpctui.sources.slurm.source import SlurmSource
+from hpctui.store import Store
+
+T = TypeVar("T")
+BACKENDS = ("cli", "rest-unix", "rest-jwt")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def settings(lab: SlurmLab, backend: str, **kw: Any) -> SlurmSettings:
+    base: dict[str, Any] = {"slurm_conf": lab.slurm_conf, "timeout_s": 8.0}
+    if backend == "cli":
+        base["backend"] = "cli"
+    elif backend == "rest-unix":
+        base.update(backend="rest", rest_url=lab.rest_url_unix)
+    elif backend == "rest-jwt":
+        base.update(backend="rest", rest_url=lab.rest_url_tcp, jwt_from_scontrol=True, jwt_user="root")
+    else:
+        raise ValueError(backend)
+    base.update(kw)
+    return SlurmSettings(**base)
+
+
+def source(lab: SlurmLab, backend: str, **kw: Any) -> SlurmSource:
+    return SlurmSource(settings(lab, backend, **kw))
+
+
+async def snapshot(src: SlurmSource) -> tuple[SourceResult, ClusterSnapshot]:
+    result = await src.collect()
+    store = Store("lab")
+    store.apply(result)
+    return result, store.snapshot()
+
+
+async def act(src: SlurmSource, kind: ActionKind, targets: tuple[str, ...],
+              params: dict[str, str] | None = None) -> tuple[ActionPlan, tuple[TargetResult, ...]]:
+    _, snap = await snapshot(src)
+    plan = src.plan(kind, targets, params or {}, snap)
+    assert plan.runnable, (plan.errors, plan.rejected_targets)
+    return plan, await src.execute(plan)
+
+
+async def poll(src: SlurmSource, pred: Callable[[SourceResult], bool], timeout: float = 20) -> SourceResult:
+    """Re-read through the source until ``pred`` holds (Slurm acts asynchronously)."""
+    deadline = time.monotonic() + timeout
+    last = await src.collect()
+    while not pred(last):
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never held; last read: "
+                                 + repr({n: i.display_state for n, i in (last.slurm_nodes or {}).items()})
+                                 + repr([(j.job_id, j.state, j.reason) for j in last.slurm_jobs or ()]))
+        await asyncio.sleep(0.25)
+        last = await src.collect()
+    return last
+
+
+def job(result: SourceResult, job_id: str) -> Any:
+    for j in result.slurm_jobs or ():
+        if str(j.job_id) == job_id or j.display_id == job_id:
+            return j
+    return None
+
+
+def nodes(result: SourceResult) -> dict[str, Any]:
+    return dict(result.slurm_nodes or {})
