@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    bash .ci/system-deps.sh
+    bash .ci/slurm-deps.sh
 elif [ "${CI:-}" = true ]; then
     echo "scripts/test.sh: CI needs root to install the Slurm test bed" >&2; exit 1
 fi

@@ -79,7 +79,7 @@ class ActionExecutor:
             return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
         plan = backend.plan(kind, clean, params, snapshot)
         if errors:
-            plan = msgspec.structs.replace(plan, errors=tuple(errors) + plan.errors)
+            plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))))
         return plan
 
     async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
