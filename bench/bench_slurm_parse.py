@@ -1,51 +1,180 @@
-"""Typed msgspec decode vs json.loads on a synthetic v0.0.38 ``squeue --json``.
+"""parse_jobs_json / parse_nodes_json vs json.loads on synthetic v0.0.38 ``squeue/sinfo --json``.
 
-Usage: python bench/bench_slurm_parse.py [N_JOBS]   (default 100000)
+Usage: python bench/bench_slurm_parse.py [N_JOBS] [N_NODES]   (defaults 100000, 16384)
 Each variant runs in a fresh subprocess so peak RSS (ru_maxrss) is its own.
+
+The synthetic queue varies like a real one so that value caches do not flatter the
+numbers: every job id is distinct, ~400 users, a few hundred node lists with matching
+gres_detail, array tasks and pending array remainders, ~10% finished jobs (22.05's squeue
+--json ignores ``-t``), distinct names and times. Output is deterministic (seeded).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "tests" / "fixtures" / "slurm" / "cli_squeue.json"
+FIXTURES = ROOT / "tests" / "fixtures" / "slurm"
+
+_STATES = (
+    ["PENDING"] * 55
+    + ["RUNNING"] * 33
+    + ["COMPLETING", "CONFIGURING", "SUSPENDED"]
+    + ["COMPLETED"] * 4
+    + ["FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"]
+)
+_REASONS = ("Priority", "Resources", "Dependency", "QOSMaxGRESPerUser", "AssocGrpGRES", "BeginTime")
+_PARTS = ("gpu", "gpu-long", "gpu-short", "cpu", "debug", "interactive", "a100", "h100")
+_QOS = ("normal", "high", "low", "scavenger", "debug")
 
 
-def build(n: int, out: Path) -> None:
-    doc = json.loads(SAMPLE.read_bytes())
-    template = json.dumps(doc["jobs"][0])  # job 1: running, gres_detail, job_resources
+def _node_lists(rng: random.Random, n: int) -> list[tuple[str, int]]:
+    """``n`` distinct (hostlist expression, node count) pairs over a 2048-node cluster."""
+    out: dict[str, int] = {}
+    while len(out) < n:
+        start = rng.randrange(1, 2040)
+        width = rng.choice((1, 1, 1, 2, 4, 8))
+        if width == 1:
+            out[f"gpu{start:04d}"] = 1
+        elif rng.random() < 0.7:
+            out[f"gpu[{start:04d}-{start + width - 1:04d}]"] = width
+        else:
+            a, b = start, start + width + rng.randrange(2, 9)
+            out[f"gpu[{a:04d}-{a + width - 2:04d},{b:04d}]"] = width
+    return list(out.items())
+
+
+def _job(rng: random.Random, i: int, tmpl: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+    j = dict(tmpl)
+    job_id = 1_000_000 + i
+    state = rng.choice(_STATES)
+    gpn = rng.choice((1, 2, 4, 8))
+    j.update(
+        job_id=job_id,
+        job_state=state,
+        user_name=rng.choice(ctx["users"]),
+        account=rng.choice(ctx["accounts"]),
+        partition=rng.choice(_PARTS),
+        qos=rng.choice(_QOS),
+        name=rng.choice(ctx["names"]) if rng.random() < 0.7 else f"sweep-{i}",
+        submit_time=1795900000 + i * 3,
+        priority=rng.randrange(1000, 100000),
+        time_limit=rng.choice((30, 60, 240, 720, 1440, 2880, 4294967294)),
+        tres_per_node=f"gres:gpu:h100:{gpn}" if rng.random() < 0.8 else "",
+        tres_per_job="",
+        exit_code=rng.choice((0, 0, 0, 256, 9, 768)),
+        restart_cnt=rng.choice((0, 0, 0, 1, 2)),
+        array_job_id=0,
+        array_task_id=None,
+        array_task_string="",
+        state_description="",
+    )
+    if rng.random() < 0.25:  # array task, or the pending remainder of an array
+        base = 900_000 + rng.randrange(2000)
+        j["array_job_id"] = base
+        if state == "PENDING" and rng.random() < 0.3:
+            lo = rng.randrange(100)
+            j["array_task_string"] = f"{lo}-{lo + rng.randrange(5, 500)}%{rng.choice((2, 4, 10))}"
+        else:
+            j["array_task_id"] = rng.randrange(1000)
+    if state == "PENDING":
+        j.update(
+            nodes="",
+            node_count=rng.choice((1, 1, 2, 4)),
+            gres_detail=[],
+            start_time=0,
+            end_time=0,
+            state_reason=rng.choice(_REASONS),
+        )
+        if rng.random() < 0.05:
+            j["state_description"] = f"ReqNodeNotAvail, UnavailableNodes:gpu[{rng.randrange(1, 900):04d}]"
+    else:
+        nodes, count = rng.choice(ctx["node_lists"])
+        start = j["submit_time"] + rng.randrange(0, 86400)
+        j.update(
+            nodes=nodes,
+            node_count=count,
+            state_reason="None",
+            start_time=start,
+            end_time=start + 720 * 60,
+            gres_detail=[rng.choice(ctx["gres_detail"][gpn]) for _ in range(count)],
+        )
+    j["tres_req_str"] = (
+        f"cpu={8 * gpn * j['node_count']},mem={64 * gpn}G,node={j['node_count']},billing={8 * gpn},gres/gpu={gpn * j['node_count']}"
+    )
+    j["tres_alloc_str"] = j["tres_req_str"] if state != "PENDING" else ""
+    return j
+
+
+def build(n: int, out: Path, seed: int = 1) -> None:
+    """A ``squeue --json`` (v0.0.38) of ``n`` varied jobs, templated on the 22.05 sample."""
+    rng = random.Random(seed)
+    doc = json.loads((FIXTURES / "cli_squeue.json").read_bytes())
+    templates = doc["jobs"]
+    ctx = {
+        "users": [f"user{k:03d}" for k in range(400)],
+        "accounts": [f"proj{k:02d}" for k in range(60)],
+        "names": [f"train-{k}" for k in range(3000)],
+        "node_lists": _node_lists(rng, 400),
+        "gres_detail": {
+            g: [f"gpu:h100:{g}(IDX:{s}-{s + g - 1})" if g > 1 else f"gpu:h100:1(IDX:{s})" for s in range(9 - g)]
+            for g in (1, 2, 4, 8)
+        },
+    }
     head = json.dumps({"meta": doc["meta"], "errors": []})[:-1]
     with out.open("w") as f:
         f.write(head + ', "jobs": [')
         for i in range(n):
             if i:
                 f.write(",")
-            f.write(template.replace('"job_id": 1,', f'"job_id": {i + 1},', 1))
+            f.write(json.dumps(_job(rng, i, templates[i % len(templates)], ctx)))
+        f.write("]}")
+
+
+def build_nodes(n: int, out: Path) -> None:
+    """A ``sinfo --json`` of ``n`` nodes: the 22.05 sample's nodes replicated under new names."""
+    doc = json.loads((FIXTURES / "cli_sinfo.json").read_bytes())
+    samples = doc["nodes"]
+    head = json.dumps({"meta": doc["meta"], "errors": []})[:-1]
+    with out.open("w") as f:
+        f.write(head + ', "nodes": [')
+        for i in range(n):
+            if i:
+                f.write(",")
+            node = dict(samples[i % len(samples)])
+            node["name"] = node["hostname"] = node["address"] = f"node{i:05d}"
+            f.write(json.dumps(node))
         f.write("]}")
 
 
 def run(variant: str, path: str) -> None:
     data = Path(path).read_bytes()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    sys.path.insert(0, str(ROOT))
+    from hpctui.sources.slurm.parse import parse_jobs_json, parse_nodes_json
+
     t0 = time.perf_counter()
     if variant == "json":
         n = len(json.loads(data)["jobs"])
+    elif variant == "json-nodes":
+        n = len(json.loads(data)["nodes"])
+    elif variant == "nodes":
+        n = len(parse_nodes_json(data))
     else:
-        sys.path.insert(0, str(ROOT))
-        from hpctui.sources.slurm.parse import parse_jobs_json
-
-        t0 = time.perf_counter()
         n = len(parse_jobs_json(data))
     dt = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{variant:8s} {n} jobs  {dt:6.2f} s  peak RSS {rss / 1024:7.0f} MB (file read: {rss0 / 1024:.0f} MB)")
+    print(
+        f"{variant:10s} {n:6d} kept  {dt:6.2f} s  peak RSS {rss / 1024:5.0f} MB (after file read: {rss0 / 1024:.0f} MB)"
+    )
 
 
 def main() -> None:
@@ -53,12 +182,20 @@ def main() -> None:
         run(sys.argv[2], sys.argv[3])
         return
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    n_nodes = int(sys.argv[2]) if len(sys.argv) > 2 else 16_384
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "squeue.json"
         build(n, path)
         print(f"synthetic squeue --json: {n} jobs, {path.stat().st_size / 1e6:.0f} MB")
         for variant in ("msgspec", "json"):
             subprocess.run([sys.executable, __file__, "--run", variant, str(path)], check=True)
+        path.unlink()
+        if n_nodes:
+            npath = Path(tmp) / "sinfo.json"
+            build_nodes(n_nodes, npath)
+            print(f"synthetic sinfo --json: {n_nodes} nodes, {npath.stat().st_size / 1e6:.0f} MB")
+            for variant in ("nodes", "json-nodes"):
+                subprocess.run([sys.executable, __file__, "--run", variant, str(npath)], check=True)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ class _JobsDoc(msgspec.Struct, kw_only=True):
 
 
 _jobs_decoder = msgspec.json.Decoder(_JobsDoc)
+_replace = msgspec.structs.replace
 
 
 def job_reason(reason: str | None, description: str | None) -> str | None:
@@ -287,23 +288,28 @@ def _convert(
         start = _num(j.start_time)
         end = _num(j.end_time)
         limit = _num(j.time_limit)
+        # Two calls, not one: a call site with more than 15 keyword arguments compiles
+        # to CALL_FUNCTION_EX (a kwargs dict), which costs more than both of these.
+        job = SlurmJob(
+            job_id=j.job_id,
+            array_job_id=array_job,
+            array_task_id=task,
+            array_task_str=task_str,
+            name=texts[j.name],
+            user=texts[j.user_name],
+            account=texts[j.account],
+            partition=texts[j.partition],
+            qos=texts[j.qos],
+            state=state,
+            reason=texts[j.state_description] or texts[j.state_reason],
+            nodes=nodes,
+            num_nodes=node_count,
+            gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
+            gpus_alloc=alloc,
+        )
         append(
-            SlurmJob(
-                job_id=j.job_id,
-                array_job_id=array_job,
-                array_task_id=task,
-                array_task_str=task_str,
-                name=texts[j.name],
-                user=texts[j.user_name],
-                account=texts[j.account],
-                partition=texts[j.partition],
-                qos=texts[j.qos],
-                state=state,
-                reason=texts[j.state_description] or texts[j.state_reason],
-                nodes=nodes,
-                num_nodes=node_count,
-                gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
-                gpus_alloc=alloc,
+            _replace(
+                job,
                 submit_time=float(submit) if submit else None,
                 start_time=float(start) if start else None,
                 end_time=float(end) if end else None,

@@ -8,6 +8,7 @@ only the declared fields and skips the rest, so a 16k-node document stays cheap.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -22,7 +23,7 @@ from hpctui.sources.slurm.parse.values import IntLike, epoch, num, split_list, t
 OnInvalid = Callable[[str], None]
 
 
-class _Node(msgspec.Struct, kw_only=True):
+class _Node(msgspec.Struct, kw_only=True, gc=False):
     name: str
     state: str | list[str]
     state_flags: list[str] | None = None  # v0.0.37/38 only
@@ -47,6 +48,7 @@ class _NodesDoc(msgspec.Struct, kw_only=True):
 
 
 _nodes_decoder = msgspec.json.Decoder(_NodesDoc)
+_replace = msgspec.structs.replace
 
 
 def _raise_on_errors(what: str, errs: list[RestError] | None) -> None:
@@ -80,6 +82,64 @@ def node_info(n: _Node) -> SlurmNodeInfo:
     )
 
 
+class _Memo(dict[Any, Any]):
+    """``fn`` memoized by (hashable) argument for one parse."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.fn(key)
+        return value
+
+
+def _hashable(value: list[str] | str | None) -> tuple[str, ...] | str | None:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _node_converter() -> Callable[[_Node], SlurmNodeInfo]:
+    """:func:`node_info` with per-parse caches by value: a 16k-node cluster has a handful
+    of distinct state, GRES, partition and feature strings, so each is parsed once (the
+    results are immutable: str, int, tuple, frozenset, so nodes may share them)."""
+    gres_memo = _Memo(parse_gres)
+    used_memo = _Memo(lambda g: parse_gres_used(g)[0])
+    lists = _Memo(lambda v: split_list(list(v) if isinstance(v, tuple) else v))
+    texts = _Memo(text)
+    states: dict[tuple[Any, Any], tuple[str, frozenset[str]]] = {}
+
+    def convert(n: _Node) -> SlurmNodeInfo:
+        skey = (_hashable(n.state), _hashable(n.state_flags))
+        st = states.get(skey)
+        if st is None:
+            st = states[skey] = normalize_node_state(n.state, n.state_flags)
+        gpu_type, gpus_total = gres_memo[n.gres]
+        gres_t = texts[n.gres]
+        info = SlurmNodeInfo(
+            base_state=st[0],
+            flags=st[1],
+            reason=texts[n.reason],
+            reason_time=epoch(n.reason_changed_at),
+            partitions=lists[_hashable(n.partitions)],
+            features=lists[_hashable(n.active_features)] or lists[_hashable(n.features)],
+            cpus_total=num(n.cpus),
+            cpus_alloc=num(n.alloc_cpus),
+            memory_total_mb=num(n.real_memory),
+            memory_alloc_mb=num(n.alloc_memory),
+            gpus_total=gpus_total,
+            gpus_alloc=used_memo[n.gres_used],
+            gpu_type=gpu_type,
+            gres=gres_t,
+            gres_used=texts[n.gres_used],
+        )
+        # 16 keywords in one call would compile to CALL_FUNCTION_EX (a kwargs dict),
+        # several times slower; reason_user is None on all but drained/down nodes.
+        reason_user = texts[n.reason_set_by_user]
+        return info if reason_user is None else _replace(info, reason_user=reason_user)
+
+    return convert
+
+
 def check_node_name(name: str, where: str, on_invalid: OnInvalid | None) -> bool:
     """Node names are later used in argv and hostlists: reject anything not a hostname.
 
@@ -111,10 +171,11 @@ def parse_nodes_json(
         raise from_msgspec("slurm nodes JSON", exc) from exc
     check_version(version or version_from_meta(doc.meta))
     _raise_on_errors("slurm nodes JSON", doc.errors)
+    convert = _node_converter()
     out: dict[str, SlurmNodeInfo] = {}
     for i, n in enumerate(doc.nodes):
         if check_node_name(n.name, f"$.nodes[{i}]", on_invalid):
-            out[n.name] = node_info(n)
+            out[n.name] = convert(n)
     return out
 
 
