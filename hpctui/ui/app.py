@@ -1,0 +1,146 @@
+"""HpcApp: wires a Runtime to the dashboard screen; owns themes, global keys, actions.
+
+Data flows one way: the poller's on_change posts ONE pending SnapshotChanged; its
+handler reads the store's latest snapshot (skipping versions already drawn) and
+pushes it down into the screen. Actions come back up as ActionRequested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.timer import Timer
+
+from hpctui.runtime import Runtime
+from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, bindings
+from hpctui.ui.messages import ActionRequested, SnapshotChanged
+from hpctui.ui.screens.dashboard import DashboardScreen
+from hpctui.ui.screens.help import HelpScreen
+from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
+
+# Hidden fallbacks for the action keys: when the focused pane disables its action
+# bindings (read-only, wall), the key falls through to these and says why.
+_READ_ONLY_FALLBACKS: list[BindingType] = [
+    Binding(spec.key, f"read_only_notice('{spec.description}')", show=False, id=f"readonly.{spec.id}")
+    for spec in ACTION_KEYS
+]
+FALLBACK_THEMES = ("dark", "light", "wall")
+
+
+class HpcApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "hpctui"
+    BINDINGS = bindings(GLOBAL_KEYS) + _READ_ONLY_FALLBACKS
+
+    def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
+                 autostart: bool = True) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.wall = wall
+        self.autostart = autostart
+        self.read_only = runtime.read_only or wall
+        self.theme_errors: list[str] = []
+        self.hpc_themes = load_themes(errors=self.theme_errors)
+        for t in self.hpc_themes.values():
+            self.register_theme(t)
+        wanted = theme or ("wall" if wall else runtime.theme)
+        self._initial_theme = wanted if wanted in self.available_themes else None
+        self._drawn_version = -1
+        self._pending = False
+        self._clock: Timer | None = None
+        self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """Our variables for themes that do not define them (Textual's built-in ones)."""
+        return dict(DEFAULT_VARIABLES)
+
+    @property
+    def theme_names(self) -> list[str]:
+        """Themes ``t`` cycles through: ours first, by name."""
+        return sorted(self.hpc_themes) or list(FALLBACK_THEMES)
+
+    def on_mount(self) -> None:
+        if self._initial_theme is not None:
+            self.theme = self._initial_theme
+        elif "dark" in self.available_themes:
+            self.theme = "dark"
+        for error in self.theme_errors:
+            self.notify(error, title="Theme skipped", severity="warning")
+        self.push_screen(self.dashboard)
+        if self.autostart:
+            self.runtime.start(self._on_store_change)
+            self._clock = self.set_interval(1.0, self.dashboard.update_status)
+            self.call_after_refresh(self._on_store_change)
+
+    async def on_unmount(self) -> None:
+        await self.runtime.stop()
+
+    # -- data flow ------------------------------------------------------------
+    def _on_store_change(self) -> None:
+        """Poller callback: post one message; more changes while it is pending collapse into it."""
+        if not self._pending:
+            self._pending = True
+            self.post_message(SnapshotChanged())
+
+    def on_snapshot_changed(self, message: SnapshotChanged) -> None:
+        self._pending = False
+        self.refresh_from_store()
+
+    def refresh_from_store(self) -> bool:
+        """Draw the store's latest snapshot unless it was drawn already; True if drawn."""
+        store = self.runtime.store
+        if store.version == self._drawn_version:
+            return False
+        self._drawn_version = store.version
+        self.dashboard.update_snapshot(store.snapshot())
+        return True
+
+    # -- global actions ---------------------------------------------------------
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(actions_enabled=not self.read_only))
+
+    def action_cycle_theme(self) -> None:
+        names = self.theme_names
+        i = names.index(self.theme) + 1 if self.theme in names else 0
+        self.theme = names[i % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=1.5)
+
+    def action_refresh_now(self) -> None:
+        if self.autostart:
+            self.runtime.refresh_now()
+        else:
+            self.run_worker(self._collect_now(), exclusive=True, group="refresh")
+
+    async def _collect_now(self) -> None:
+        await self.runtime.collect_once()
+        self.refresh_from_store()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "read_only_notice":
+            return self.read_only
+        return True
+
+    def action_read_only_notice(self, what: str) -> None:
+        self.notify(f"{what}: read-only mode, actions are disabled", severity="warning", timeout=2)
+
+    def on_action_requested(self, message: ActionRequested) -> None:
+        if self.read_only:
+            self.action_read_only_notice(message.kind.value)
+            return
+        try:
+            from hpctui.ui.actions import ActionDialog  # written separately; optional here
+        except ImportError:
+            self.notify(f"{message.kind.value} {', '.join(message.targets[:5])}: action dialogs are not available",
+                        severity="warning")
+            return
+        self.push_screen(ActionDialog(self.runtime, message.kind, message.targets))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Refresh now", "Poll every source now", self.action_refresh_now)
+        yield SystemCommand("Next theme", "Cycle hpctui themes", self.action_cycle_theme)
+        yield SystemCommand("Keys", "Show every key", self.action_help)

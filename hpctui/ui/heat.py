@@ -1,0 +1,139 @@
+"""Per-node heatmap values: one byte of colour level and one glyph per node.
+
+Pure functions over a snapshot (no Textual) so they are cheap to test and to
+benchmark. The widget keeps the result as ``bytes`` and never touches the model
+while drawing. Health colours come from :mod:`hpctui.health`, never re-derived.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from itertools import pairwise
+
+from hpctui.health import Thresholds, node_findings
+from hpctui.model import ClusterSnapshot, Gpu, Node
+
+NA_LEVEL = 5  # "no data": drawn in heat-na, never as 0
+
+
+class Metric(enum.StrEnum):
+    HEALTH = "health"
+    UTIL = "util"
+    TEMP = "temp"
+    POWER = "power"
+    MEMORY = "memory"
+
+
+METRIC_ORDER = tuple(Metric)
+METRIC_TITLES = {
+    Metric.HEALTH: "health", Metric.UTIL: "GPU util", Metric.TEMP: "GPU temp (max)",
+    Metric.POWER: "power / limit", Metric.MEMORY: "GPU memory",
+}
+
+# Node state glyphs, drawn over the colour so a drained or dead node is visible
+# in every metric, not only in "health".
+GLYPHS = (" ", "×", "D", "d", "!", "c")
+GLYPH_NONE, GLYPH_DOWN, GLYPH_DRAINED, GLYPH_DRAINING, GLYPH_NOT_READY, GLYPH_CORDONED = range(len(GLYPHS))
+GLYPH_LEGEND = (("×", "down"), ("D", "drained"), ("d", "draining"), ("!", "K8s not ready"), ("c", "cordoned"))
+
+
+def node_names(snapshot: ClusterSnapshot) -> list[str]:
+    """Every node the snapshot knows, in a stable order (Slurm order, then GPU-only hosts)."""
+    names = list(snapshot.nodes)
+    seen = set(names)
+    names.extend(n for n in snapshot.gpus if n not in seen)
+    return names
+
+
+def node_glyph(node: Node | None) -> int:
+    """Index into GLYPHS: the node's scheduling state, worst first."""
+    if node is None:
+        return GLYPH_NONE
+    s = node.slurm
+    if s is not None:
+        if s.base_state in ("DOWN", "ERROR", "INVAL") or "NOT_RESPONDING" in s.flags or "FAIL" in s.flags:
+            return GLYPH_DOWN
+        if "DRAIN" in s.flags:
+            return GLYPH_DRAINING if s.display_state.startswith("DRAINING") else GLYPH_DRAINED
+    k = node.k8s
+    if k is not None:
+        if k.ready != "True":
+            return GLYPH_NOT_READY
+        if k.unschedulable:
+            return GLYPH_CORDONED
+    return GLYPH_NONE
+
+
+def _ramp(value: float | None, steps: Sequence[float]) -> int:
+    """Level 0..4 from four ascending boundaries; NA_LEVEL for missing data."""
+    if value is None:
+        return NA_LEVEL
+    for level, bound in enumerate(steps):
+        if value < bound:
+            return level
+    return len(steps)
+
+
+def temp_steps(t: Thresholds) -> tuple[float, float, float, float]:
+    return (50.0, 70.0, t.gpu_temp_warn_c, t.gpu_temp_crit_c)
+
+
+PCT_STEPS = (20.0, 40.0, 60.0, 80.0)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def gpu_value(gpus: Sequence[Gpu], metric: Metric) -> float | None:
+    """The one number per node for a GPU metric (mean util/memory, max temp, total power/limit)."""
+    if metric is Metric.UTIL:
+        return _mean([g.util_pct for g in gpus if g.util_pct is not None])
+    if metric is Metric.TEMP:
+        return max((g.temp_c for g in gpus if g.temp_c is not None), default=None)
+    if metric is Metric.MEMORY:
+        return _mean([p for g in gpus if (p := g.memory_pct) is not None])
+    if metric is Metric.POWER:
+        pairs = [(g.power_w, g.power_limit_w) for g in gpus if g.power_w is not None and g.power_limit_w]
+        if not pairs:
+            return None
+        return 100.0 * sum(p for p, _ in pairs) / sum(lim for _, lim in pairs if lim)
+    raise ValueError(metric)
+
+
+def compute_levels(snapshot: ClusterSnapshot, names: Sequence[str], metric: Metric,
+                   thresholds: Thresholds) -> tuple[bytes, bytes]:
+    """(levels, glyph indexes) for ``names``; level is 0..4 or NA_LEVEL.
+
+    Glyphs are returned as one byte per node indexing :data:`GLYPHS`.
+    """
+    levels = bytearray(len(names))
+    glyphs = bytearray(len(names))
+    nodes = snapshot.nodes
+    gpus_by_node = snapshot.gpus
+    if metric is Metric.HEALTH:
+        for i, name in enumerate(names):
+            findings = node_findings(snapshot, name, thresholds)
+            levels[i] = int(findings[0].severity) if findings else 0
+    else:
+        steps = temp_steps(thresholds) if metric is Metric.TEMP else PCT_STEPS
+        for i, name in enumerate(names):
+            levels[i] = _ramp(gpu_value(gpus_by_node.get(name, ()), metric), steps)
+    for i, name in enumerate(names):
+        glyphs[i] = node_glyph(nodes.get(name))
+    return bytes(levels), bytes(glyphs)
+
+
+def legend_entries(metric: Metric, thresholds: Thresholds) -> list[tuple[str, str]]:
+    """(theme variable, label) pairs for the legend line."""
+    if metric is Metric.HEALTH:
+        return [("sev-ok", "ok"), ("sev-info", "info"), ("sev-warning", "warn"),
+                ("sev-error", "error"), ("sev-critical", "crit")]
+    steps = temp_steps(thresholds) if metric is Metric.TEMP else PCT_STEPS
+    unit = "°C" if metric is Metric.TEMP else "%"
+    labels = [f"<{steps[0]:.0f}"] + [f"{a:.0f}–{b:.0f}" for a, b in pairwise(steps)]
+    labels.append(f"≥{steps[-1]:.0f}{unit}")
+    out = [(f"heat-{i}", label) for i, label in enumerate(labels)]
+    out.append(("heat-na", "N/A"))
+    return out

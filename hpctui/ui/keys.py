@@ -1,0 +1,87 @@
+"""One registry of keys: bindings, the footer, the help screen and the command
+palette are all generated from it, so they cannot disagree.
+
+Every binding has an ``id`` so users can remap keys through Textual's keymap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding, BindingType
+
+from hpctui.actions.base import ActionKind
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    id: str
+    key: str
+    action: str
+    description: str
+    scope: str  # "global", "heatmap", "queue", "table", "links"
+    kind: ActionKind | None = None  # set for cluster actions (hidden in read-only mode)
+    show: bool = True
+    key_display: str | None = None
+
+    def binding(self) -> Binding:
+        return Binding(self.key, self.action, self.description, show=self.show, id=self.id,
+                       key_display=self.key_display)
+
+
+def _act(id_: str, key: str, kind: ActionKind, description: str, scope: str) -> KeySpec:
+    return KeySpec(id_, key, f"request_action('{kind.value}')", description, scope, kind=kind)
+
+
+GLOBAL_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("app.quit", "q", "quit", "Quit", "global"),
+    KeySpec("app.help", "question_mark", "help", "Help", "global", key_display="?"),
+    KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
+    KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
+)
+HEATMAP_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),
+    KeySpec("heatmap.mark", "space", "toggle_mark", "Mark", "heatmap"),
+    KeySpec("heatmap.clear", "escape", "clear_marks", "Unmark all", "heatmap", show=False),
+)
+NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
+    _act("node.drain", "d", ActionKind.DRAIN_NODES, "Drain", "heatmap"),
+    _act("node.resume", "u", ActionKind.RESUME_NODES, "Resume", "heatmap"),
+    _act("node.reboot", "b", ActionKind.REBOOT_NODES, "Reboot", "heatmap"),
+    _act("node.cordon", "c", ActionKind.CORDON_NODES, "Cordon", "heatmap"),
+    _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
+)
+TABLE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("table.filter", "slash", "start_filter", "Filter", "table", key_display="/"),
+    KeySpec("table.sort", "o", "cycle_sort", "Sort", "table"),
+    KeySpec("table.reverse", "O", "reverse_sort", "Reverse", "table", show=False),
+)
+QUEUE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("queue.mark", "space", "toggle_mark", "Mark", "queue"),
+    KeySpec("queue.clear", "escape", "clear_marks", "Unmark all", "queue", show=False),
+)
+JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
+    _act("job.requeue", "R", ActionKind.REQUEUE_JOBS, "Requeue", "queue"),
+    _act("job.requeuehold", "H", ActionKind.REQUEUE_HOLD_JOBS, "Requeue+hold", "queue"),
+    _act("job.hold", "h", ActionKind.HOLD_JOBS, "Hold", "queue"),
+    _act("job.release", "l", ActionKind.RELEASE_JOBS, "Release", "queue"),
+    _act("job.cancel", "x", ActionKind.CANCEL_JOBS, "Cancel", "queue"),
+)
+LINKS_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
+)
+ACTION_KEYS = NODE_ACTION_KEYS + JOB_ACTION_KEYS
+ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
+
+SCOPE_TITLES = {
+    "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",
+    "queue": "Slurm queue", "links": "IB links / mounts",
+}
+
+
+def bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
+    return [spec.binding() for group in groups for spec in group]
+
+
+def display_key(spec: KeySpec) -> str:
+    return spec.key_display or spec.key

@@ -1,0 +1,37 @@
+"""Messages that travel *up* the DOM: intents from widgets to the app.
+
+Data travels down as method calls/attributes; widgets never reach sideways into
+siblings, they post one of these and let the screen or app decide.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from hpctui.actions.base import ActionKind
+
+
+class SnapshotChanged(Message):
+    """The store has new data. Posted at most once while one is pending, so bursts
+    from several sources collapse into one redraw of the latest snapshot."""
+
+
+class ActionRequested(Message):
+    """A widget asks for an action on its marked (or cursor) targets; the app
+    opens the confirmation dialog. Widgets never run actions themselves."""
+
+    def __init__(self, kind: ActionKind, targets: tuple[str, ...]) -> None:
+        super().__init__()
+        self.kind = kind
+        self.targets = targets
+
+    def __repr__(self) -> str:
+        return f"ActionRequested({self.kind.value!r}, {self.targets!r})"
+
+
+class ReadOnlyRefused(Message):
+    """An action key was pressed in read-only/wall mode: the app says so."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what

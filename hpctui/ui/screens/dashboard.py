@@ -1,0 +1,107 @@
+"""The one dashboard screen: every pane, fed top-down from a snapshot.
+
+The screen is the only place that knows all panes; it pushes each new snapshot
+down and routes the heatmap's cursor (a message up) to the panes that follow
+the selected node. Panes never talk to each other.
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from hpctui.model import ClusterSnapshot
+from hpctui.runtime import Runtime
+from hpctui.ui.widgets.gpu_panel import GpuPanel
+from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.heatmap_pane import HeatmapPane
+from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
+from hpctui.ui.widgets.status import StatusLine, status_content
+from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table
+
+
+class DashboardScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+
+    def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
+        super().__init__(id="dashboard")
+        self.runtime = runtime
+        self.wall = wall
+        self.actions_enabled = actions_enabled and not wall
+        self.snapshot: ClusterSnapshot | None = None
+        self.selected: str | None = None
+        self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
+                                   actions_enabled=self.actions_enabled, id="heatmap")
+        self.gpu_panel = GpuPanel(id="gpu-panel")
+        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, id="queue"),
+                                    id="queue-pane")
+        self.pods_pane = TablePane("K8s pods", pod_table(id="pods"), id="pods-pane")
+        self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
+        self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
+                                                          id="mounts-pane")
+        if wall:
+            self.add_class("-wall")
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine("starting…", id="status", markup=False)
+        with Vertical(id="main"):
+            with Horizontal(id="top", classes="row"):
+                yield HeatmapPane(self.heatmap, id="heatmap-pane")
+                yield self.gpu_panel
+            with Horizontal(id="middle", classes="row"):
+                yield self.queue_pane
+                yield self.pods_pane
+            with Horizontal(id="bottom", classes="row"):
+                yield self.ib_pane
+                yield self.mounts_pane
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.heatmap.focus()
+
+    # -- data down ------------------------------------------------------------
+    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        self.heatmap.update_snapshot(snapshot)
+        self.query_one(HeatmapPane).update_title()
+        if self.selected is None or not self.heatmap.knows(self.selected):
+            self.selected = self.heatmap.cursor_node
+        self.queue_pane.set_rows(snapshot.jobs)
+        self.pods_pane.set_rows(snapshot.pods)
+        self.ib_pane.show(snapshot, self.selected)
+        self.mounts_pane.show(snapshot, self.selected)
+        self._show_node()
+        self.update_status()
+
+    def update_status(self) -> None:
+        if self.snapshot is None:
+            return
+        rt = self.runtime
+        intervals = {s.name: s.interval_s for s in rt.sources}
+        content = status_content(self.snapshot.cluster, self.snapshot.sources, rt.clock(), intervals,
+                                 rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall)
+        self.query_one(StatusLine).show(content)
+
+    def _show_node(self) -> None:
+        if self.snapshot is not None:
+            self.gpu_panel.show(self.snapshot, self.selected, self.runtime.thresholds, self.runtime.store.history.get)
+
+    # -- messages up ----------------------------------------------------------
+    @on(NodeHeatmap.Highlighted)
+    def _node_highlighted(self, event: NodeHeatmap.Highlighted) -> None:
+        if event.node == self.selected:
+            return
+        self.selected = event.node
+        self._show_node()
+        if self.snapshot is not None:
+            if not self.ib_pane.scope_all:
+                self.ib_pane.show(None, self.selected)
+            else:
+                self.ib_pane.node = self.selected
+            if not self.mounts_pane.scope_all:
+                self.mounts_pane.show(None, self.selected)
+            else:
+                self.mounts_pane.node = self.selected

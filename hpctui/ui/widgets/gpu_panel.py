@@ -1,0 +1,194 @@
+"""The selected node in detail: Slurm/K8s state, findings, one row per GPU, history.
+
+Built as theme-variable ``Content`` (``$sev-error`` …) so a theme switch recolours
+it without rebuilding, and "not available" always reads N/A, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.widgets import Label, Sparkline, Static
+
+from hpctui.health import Thresholds, node_findings
+from hpctui.model import ClusterSnapshot, Gpu, Node
+from hpctui.model.gpu import XID_MEANING
+from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
+
+Piece = tuple[str, str] | str
+HistoryGetter = Callable[[str], list[tuple[float, float]]]
+
+_GPU_COLUMNS = (("GPU", 3), ("MODEL", 10), ("UTIL", 5), ("MEM GiB", 11), ("TEMP/HBM", 9),
+                ("POWER W", 9), ("ECC c/u", 8), ("REMAP", 5), ("PCIe g/w", 11), ("MIG", 3))
+
+
+def _cell(text: str, width: int, style: str = "") -> Piece:
+    text = text[:width].ljust(width) + " "
+    return (text, style) if style else text
+
+
+def _temp_style(gpu: Gpu, t: Thresholds) -> str:
+    if gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_crit_c:
+        return "$error"
+    if (gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_warn_c) or (
+            gpu.hbm_temp_c is not None and gpu.hbm_temp_c >= t.hbm_temp_warn_c):
+        return "$warning"
+    return ""
+
+
+def _gib(mib: float | None) -> float | None:
+    return None if mib is None else mib / 1024.0
+
+
+def _pcie(gpu: Gpu) -> str:
+    if gpu.pcie_gen_current is None and gpu.pcie_width_current is None:
+        return NA_TEXT
+    cur = f"{num(gpu.pcie_gen_current)}x{num(gpu.pcie_width_current)}"
+    top = f"{num(gpu.pcie_gen_max)}x{num(gpu.pcie_width_max)}"
+    return f"{cur}/{top}"
+
+
+def gpu_lines(gpu: Gpu, t: Thresholds) -> list[Content]:
+    """One summary row per GPU plus detail rows for Xid, MIG, throttling, loss."""
+    if gpu.lost:
+        return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical bold"))]
+    ecc_style = "$sev-critical" if gpu.ecc_uncorrected_volatile else (
+        "$warning" if (gpu.ecc_corrected_volatile or 0) >= t.ecc_corrected_warn else "")
+    remap_style = "$sev-critical" if gpu.remap_failure else ("$error" if gpu.remap_pending else "")
+    remap = "FAIL" if gpu.remap_failure else yes_no(gpu.remap_pending)
+    power_style = "$warning" if (gpu.power_w is not None and gpu.power_limit_w
+                                     and 100 * gpu.power_w / gpu.power_limit_w >= t.gpu_power_warn_pct) else ""
+    pcie_style = "$primary" if (gpu.pcie_width_current is not None and gpu.pcie_width_max
+                                 and gpu.pcie_width_current < gpu.pcie_width_max) else ""
+    row = Content.assemble(
+        _cell(str(gpu.index), 3),
+        _cell((gpu.model or NA_TEXT).removeprefix("NVIDIA "), 10),
+        _cell(num(gpu.util_pct, "{:.0f}%"), 5),
+        _cell(pair(_gib(gpu.memory_used_mib), _gib(gpu.memory_total_mib), "{:.1f}"), 11),
+        _cell(pair(gpu.temp_c, gpu.hbm_temp_c), 9, _temp_style(gpu, t)),
+        _cell(pair(gpu.power_w, gpu.power_limit_w), 9, power_style),
+        _cell(pair(gpu.ecc_corrected_volatile, gpu.ecc_uncorrected_volatile, "{}"), 8, ecc_style),
+        _cell(remap, 5, remap_style),
+        _cell(_pcie(gpu), 11, pcie_style),
+        _cell("on" if gpu.mig_mode_current else yes_no(gpu.mig_mode_current).replace("no", "off"), 3),
+    )
+    lines = [row]
+    pad = "    "
+    if gpu.last_xid is not None:
+        meaning = XID_MEANING.get(gpu.last_xid, "see NVIDIA Xid catalog")
+        lines.append(Content.assemble(pad, (f"Xid {gpu.last_xid}: {meaning}", "$error")))
+    if gpu.mig_mode_pending is not None and gpu.mig_mode_pending != gpu.mig_mode_current:
+        lines.append(Content.assemble(pad, (f"MIG mode change pending ({'on' if gpu.mig_mode_pending else 'off'}): reset needed", "$warning")))
+    if gpu.mig_instances:
+        insts = " ".join(f"{m.profile}(gi{m.gi_id})" for m in gpu.mig_instances)
+        lines.append(Content.assemble(pad, ("MIG ", "bold"), insts))
+    names = gpu.throttle_names()
+    if names and names != ["GPU_IDLE"]:
+        style = "$warning" if gpu.thermal_throttled else ""
+        lines.append(Content.assemble(pad, ("throttle ", "bold"), (", ".join(names), style)))
+    return lines
+
+
+def node_header(node: Node | None, name: str, now: float) -> list[Content]:
+    if node is None:
+        return [Content.assemble((name, "bold"), "  not known to Slurm or Kubernetes")]
+    lines: list[Content] = []
+    s = node.slurm
+    if s is not None:
+        state = s.display_state
+        style = "$error" if ("DOWN" in state or "FAIL" in state or "NOT_RESPONDING" in state) else (
+            "$warning" if "DRAIN" in state else "$success")
+        lines.append(Content.assemble(
+            (name, "bold"), "  Slurm ", (state, style),
+            f"  part {','.join(s.partitions) or NA_TEXT}  CPU {pair(s.cpus_alloc, s.cpus_total)}"
+            f"  GPU {pair(s.gpus_alloc, s.gpus_total)}"))
+        if s.reason:
+            who = s.reason_user or NA_TEXT
+            when = f"{utc(s.reason_time)} ({age(now - s.reason_time)} ago)" if s.reason_time is not None else NA_TEXT
+            lines.append(Content.assemble("  reason ", (s.reason, "$warning"), f"  by {who}  at {when}"))
+    else:
+        lines.append(Content.assemble((name, "bold"), "  Slurm N/A"))
+    k = node.k8s
+    if k is not None:
+        ready = k.ready
+        pieces: list[Piece] = ["  K8s Ready=", (ready, "$success" if ready == "True" else "$error")]
+        bad = [f"{c}={v}" for c, v in sorted(k.conditions.items()) if c != "Ready" and v != "False"]
+        if bad:
+            pieces.append(("  " + " ".join(bad), "$warning"))
+        if k.unschedulable:
+            pieces.append(("  cordoned", "$primary"))
+        if k.taints:
+            pieces.append("  taints " + ", ".join(f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in k.taints))
+        lines.append(Content.assemble(*pieces))
+        if ready != "True" and k.condition_messages.get("Ready"):
+            lines.append(Content("    " + k.condition_messages["Ready"]))
+    else:
+        lines.append(Content("  K8s N/A"))
+    return lines
+
+
+def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> Content:
+    """Everything the panel shows for one node, as one Content."""
+    if name is None:
+        return Content("No node selected.")
+    lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
+    findings = node_findings(snapshot, name, t)
+    if findings:
+        lines.append(Content.assemble(("Findings", "bold underline")))
+        for f in findings[:12]:
+            lines.append(Content.assemble((f" {SEVERITY_LABEL[f.severity]:<5} ", SEVERITY_STYLE[f.severity] + " bold"),
+                                          f.message))
+        if len(findings) > 12:
+            lines.append(Content(f"  … {len(findings) - 12} more"))
+    gpus = snapshot.gpus.get(name)
+    if gpus is None:
+        lines.append(Content("GPUs: N/A (no GPU data for this node)"))
+    elif not gpus:
+        lines.append(Content("GPUs: none"))
+    else:
+        lines.append(Content.assemble(*(_cell(title, w, "bold $primary") for title, w in _GPU_COLUMNS)))
+        for gpu in gpus:
+            lines.extend(gpu_lines(gpu, t))
+    return Content("\n").join(lines)
+
+
+def node_series(history: HistoryGetter, name: str, indexes: Sequence[int], metric: str) -> list[float]:
+    """Mean over the node's GPUs of one history series, aligned from the newest sample."""
+    series = [history(f"gpu:{name}:{i}:{metric}") for i in indexes]
+    series = [s for s in series if s]
+    if not series:
+        return []
+    length = min(len(s) for s in series)
+    return [sum(s[len(s) - length + k][1] for s in series) / len(series) for k in range(length)]
+
+
+class GpuPanel(VerticalScroll):
+    """Attributes down: the screen calls :meth:`show` with the snapshot and node."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.node: str | None = None
+        self.border_title = "Node / GPUs"
+
+    def compose(self) -> ComposeResult:
+        yield Static("Waiting for data…", id="gpu-body", markup=False)
+        with Horizontal(id="gpu-history"):
+            yield Label("util", classes="spark-label")
+            yield Sparkline([], id="spark-util")
+            yield Label("temp", classes="spark-label")
+            yield Sparkline([], id="spark-temp")
+
+    def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
+             history: HistoryGetter | None = None) -> None:
+        self.node = node
+        self.border_title = f"Node {node}" if node else "Node / GPUs"
+        self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
+        indexes = [g.index for g in snapshot.gpus.get(node or "", ())]
+        util = node_series(history, node, indexes, "util") if history and node else []
+        temp = node_series(history, node, indexes, "temp") if history and node else []
+        self.query_one("#spark-util", Sparkline).data = util
+        self.query_one("#spark-temp", Sparkline).data = temp
+        self.query_one("#gpu-history").display = len(util) > 1 or len(temp) > 1

@@ -1,0 +1,322 @@
+"""The node heatmap: one cell per node, ONE widget, drawn with the Line API.
+
+At 16,384 nodes one widget per node costs seconds per frame (DESIGN.md); here a
+``ScrollView`` with a ``virtual_size`` renders only the visible rows from
+prebuilt ``Segment``s (one per colour/glyph/mark combination, built from the theme)
+and caches each row's ``Strip`` until the data, the size, the metric or the
+theme changes. Values are kept as ``bytes`` so drawing never touches the model.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.theme import Theme
+
+from hpctui.actions.base import ActionKind
+from hpctui.health import Thresholds
+from hpctui.model import ClusterSnapshot
+from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, Metric, compute_levels, node_names
+from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, bindings
+from hpctui.ui.messages import ActionRequested
+from hpctui.ui.palette import Palette
+
+THREAD_ABOVE = 2048  # nodes: above this, levels are computed in a worker thread
+_HEALTH_VARS = ("sev-ok", "sev-info", "sev-warning", "sev-error", "sev-critical", "heat-na")
+_HEAT_VARS = ("heat-0", "heat-1", "heat-2", "heat-3", "heat-4", "heat-na")
+_NAV: list[BindingType] = [
+    Binding("up", "move(0,-1)", "Up", show=False), Binding("down", "move(0,1)", "Down", show=False),
+    Binding("left", "move(-1,0)", "Left", show=False), Binding("right", "move(1,0)", "Right", show=False),
+    Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
+    Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
+]
+
+
+class NodeHeatmap(ScrollView, can_focus=True):
+    """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
+
+    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS)
+    # A stable gutter keeps the column count from flipping when the scrollbar appears.
+    DEFAULT_CSS = """
+    NodeHeatmap { scrollbar-gutter: stable; }
+    """
+
+    class Highlighted(Message):
+        """The cursor moved to ``node`` (None when there are no nodes)."""
+
+        def __init__(self, node: str | None) -> None:
+            super().__init__()
+            self.node = node
+
+    class MetricChanged(Message):
+        def __init__(self, metric: Metric) -> None:
+            super().__init__()
+            self.metric = metric
+
+    class MarksChanged(Message):
+        def __init__(self, marked: tuple[str, ...]) -> None:
+            super().__init__()
+            self.marked = marked
+
+    def __init__(self, thresholds: Thresholds | None = None, *, cell_width: int = 2,
+                 actions_enabled: bool = True, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.thresholds = thresholds or Thresholds()
+        self.cell_width = max(1, cell_width)
+        self.actions_enabled = actions_enabled
+        self.metric = Metric.HEALTH
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+        self.levels = b""
+        self.glyphs = b""
+        self.cursor = 0
+        self.marked: set[int] = set()
+        self._snapshot: ClusterSnapshot | None = None
+        self._cols = 1
+        self._palette: Palette | None = None
+        self._base: list[Style] = []
+        self._cursor_styles: list[Style] = []
+        self._segments: dict[tuple[int, int, bool, bool], Segment] = {}
+        self._lines: dict[int, Strip] = {}
+        self._request = 0
+
+    # -- data down ------------------------------------------------------------
+    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        """Take a new snapshot: recompute the per-node bytes and drop cached rows."""
+        self._snapshot = snapshot
+        names = node_names(snapshot)
+        if names != self.names:
+            current = self.cursor_node
+            marked = {self.names[i] for i in self.marked if i < len(self.names)}
+            self.names = names
+            self._index = {n: i for i, n in enumerate(names)}
+            self.marked = {self._index[n] for n in marked if n in self._index}
+            self.cursor = self._index.get(current, 0) if current else 0
+            self._update_virtual_size()
+            self.post_message(self.Highlighted(self.cursor_node))
+        self._recompute()
+
+    def _recompute(self) -> None:
+        if self._snapshot is None:
+            return
+        if len(self.names) < THREAD_ABOVE:
+            self._apply_levels(compute_levels(self._snapshot, self.names, self.metric, self.thresholds))
+            return
+        # Health of 16k nodes takes ~0.2 s: compute off the event loop on the frozen
+        # snapshot; the last request wins (exclusive worker), older results are dropped.
+        self._request += 1
+        job = partial(self._levels_thread, self._snapshot, list(self.names), self.metric, self._request)
+        # An explicit description: the default repr() of the job would format the whole snapshot.
+        self.run_worker(job, name="heatmap-levels", group="heatmap-levels", description="heatmap levels",
+                        thread=True, exclusive=True)
+
+    def _levels_thread(self, snapshot: ClusterSnapshot, names: list[str], metric: Metric, request: int) -> None:
+        result = compute_levels(snapshot, names, metric, self.thresholds)
+        self.app.call_from_thread(self._apply_if_current, result, request)
+
+    def _apply_if_current(self, result: tuple[bytes, bytes], request: int) -> None:
+        if request == self._request:
+            self._apply_levels(result)
+
+    def _apply_levels(self, result: tuple[bytes, bytes]) -> None:
+        self.levels, self.glyphs = result
+        self._invalidate()
+
+    def set_metric(self, metric: Metric) -> None:
+        if metric is self.metric:
+            return
+        self.metric = metric
+        self._segments.clear()
+        self._build_styles()
+        self._recompute()
+        self.post_message(self.MetricChanged(metric))
+
+    def select(self, node: str) -> bool:
+        """Move the cursor to ``node``; False when unknown."""
+        index = self._index.get(node)
+        if index is None:
+            return False
+        self._move_cursor(index)
+        return True
+
+    def knows(self, node: str) -> bool:
+        return node in self._index
+
+    @property
+    def cursor_node(self) -> str | None:
+        return self.names[self.cursor] if 0 <= self.cursor < len(self.names) else None
+
+    @property
+    def marked_nodes(self) -> tuple[str, ...]:
+        return tuple(self.names[i] for i in sorted(self.marked) if i < len(self.names))
+
+    def targets(self) -> tuple[str, ...]:
+        """Marked nodes, or the cursor node when nothing is marked."""
+        if self.marked:
+            return self.marked_nodes
+        node = self.cursor_node
+        return (node,) if node else ()
+
+    # -- geometry -------------------------------------------------------------
+    @property
+    def columns(self) -> int:
+        return self._cols
+
+    def _update_virtual_size(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width
+        cols = max(1, width // self.cell_width)
+        if cols != self._cols:
+            self._cols = cols
+            self._lines.clear()
+        rows = -(-len(self.names) // self._cols) if self.names else 0
+        self.virtual_size = Size(self._cols * self.cell_width, rows)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._update_virtual_size()
+        self._scroll_cursor_visible()
+        self.refresh()
+
+    def on_mount(self) -> None:
+        self._build_styles()
+        self.app.theme_changed_signal.subscribe(self, self._on_theme_changed)
+
+    def _on_theme_changed(self, theme: Theme) -> None:
+        self._build_styles()
+        self._invalidate()
+
+    # -- drawing --------------------------------------------------------------
+    def _build_styles(self) -> None:
+        """Resolve theme variables into one base style per level (and its cursor variant)."""
+        self._palette = palette = Palette.from_app(self.app)
+        names = _HEALTH_VARS if self.metric is Metric.HEALTH else _HEAT_VARS
+        text = palette.color("cell-text")
+        self._base = [Style(bgcolor=palette.color(n), color=text) for n in names]
+        self._cursor_styles = [Style(bgcolor=text, color=palette.color(n), bold=True) for n in names]
+        self._segments.clear()
+        self._lines.clear()
+
+    def _segment(self, level: int, glyph: int, marked: bool, cursor: bool) -> Segment:
+        key = (level, glyph, marked, cursor)
+        segment = self._segments.get(key)
+        if segment is None:
+            w = self.cell_width
+            chars = [GLYPHS[glyph]] + [" "] * (w - 1)
+            if cursor and chars[0] == " ":
+                chars[0] = "■"
+            if marked:
+                chars[-1] = "•" if w > 1 or chars[0] == " " else chars[-1]
+            level = min(level, NA_LEVEL)
+            style = (self._cursor_styles if cursor else self._base)[level]
+            segment = self._segments[key] = Segment("".join(chars), style)
+        return segment
+
+    def _invalidate(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def _invalidate_index(self, index: int) -> None:
+        row = index // self._cols
+        self._lines.pop(row, None)
+        self.refresh_line(row)
+
+    def _build_row(self, row: int) -> Strip:
+        if not self._base:
+            self._build_styles()
+        cols = self._cols
+        start = row * cols
+        end = min(start + cols, len(self.names))
+        levels, glyphs, marked, cursor = self.levels, self.glyphs, self.marked, self.cursor
+        if len(levels) < end:  # data not computed yet
+            return Strip.blank(0)
+        segment = self._segment
+        segments = [segment(levels[i], glyphs[i], i in marked, i == cursor) for i in range(start, end)]
+        return Strip(segments, (end - start) * self.cell_width)
+
+    def render_line(self, y: int) -> Strip:
+        row = y + int(self.scroll_offset.y)
+        if row < 0 or row * self._cols >= len(self.names):
+            return Strip.blank(0)
+        strip = self._lines.get(row)
+        if strip is None:
+            strip = self._lines[row] = self._build_row(row)
+        return strip
+
+    # -- cursor and marks -----------------------------------------------------
+    def _move_cursor(self, index: int) -> None:
+        if not self.names:
+            return
+        index = max(0, min(len(self.names) - 1, index))
+        if index == self.cursor:
+            return
+        old, self.cursor = self.cursor, index
+        self._invalidate_index(old)
+        self._invalidate_index(index)
+        self._scroll_cursor_visible()
+        self.post_message(self.Highlighted(self.cursor_node))
+
+    def _scroll_cursor_visible(self) -> None:
+        row = self.cursor // self._cols
+        top = int(self.scroll_offset.y)
+        height = max(1, self.scrollable_content_region.height)
+        if row < top:
+            self.scroll_to(y=row, animate=False)
+        elif row >= top + height:
+            self.scroll_to(y=row - height + 1, animate=False)
+
+    def action_move(self, dx: int, dy: int) -> None:
+        self._move_cursor(self.cursor + dx + dy * self._cols)
+
+    def action_page(self, direction: int) -> None:
+        rows = max(1, self.scrollable_content_region.height - 1)
+        self._move_cursor(self.cursor + direction * rows * self._cols)
+
+    def action_jump(self, where: int) -> None:
+        self._move_cursor(0 if where == 0 else len(self.names) - 1)
+
+    def action_toggle_mark(self) -> None:
+        if not self.names:
+            return
+        self.marked.symmetric_difference_update({self.cursor})
+        self._invalidate_index(self.cursor)
+        self.post_message(self.MarksChanged(self.marked_nodes))
+
+    def action_clear_marks(self) -> None:
+        if self.marked:
+            self.marked.clear()
+            self._invalidate()
+            self.post_message(self.MarksChanged(()))
+
+    def action_cycle_metric(self) -> None:
+        i = METRIC_ORDER.index(self.metric)
+        self.set_metric(METRIC_ORDER[(i + 1) % len(METRIC_ORDER)])
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        col = offset.x // self.cell_width
+        row = offset.y + int(self.scroll_offset.y)
+        index = row * self._cols + col
+        if col < self._cols and 0 <= index < len(self.names):
+            self._move_cursor(index)
+            if event.ctrl or event.shift:
+                self.action_toggle_mark()
+
+    # -- actions (intents go up) ----------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "request_action":
+            return self.actions_enabled  # False hides the key; the app answers "read-only"
+        return True
+
+    def action_request_action(self, kind: str) -> None:
+        targets = self.targets()
+        if targets:
+            self.post_message(ActionRequested(ActionKind(kind), targets))

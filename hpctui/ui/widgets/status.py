@@ -1,0 +1,52 @@
+"""The status line: cluster, per-source health with data age, read-only marker, clock.
+
+It exists so the screen never lies: data older than ``stale_factor`` × the source's
+interval is marked stale, with the last error, instead of looking current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from textual.content import Content
+from textual.widgets import Static
+
+from hpctui.health import Thresholds
+from hpctui.model import SourceHealth
+from hpctui.ui.fmt import age, utc
+
+Piece = tuple[str, str] | str
+
+
+def source_text(health: SourceHealth, now: float, interval_s: float, stale_factor: float) -> tuple[str, str]:
+    """(text, style) for one source, e.g. ("slurm ✓ 2s", "$success")."""
+    seconds = health.age(now)
+    stale = seconds is None or seconds > stale_factor * interval_s
+    if health.last_success is None:
+        detail = f": {health.last_error}" if health.last_error else ""
+        return f"{health.name} ✗ no data{detail}", "$error" if health.last_error else "$warning"
+    if health.last_error is not None or stale:
+        head = f"{health.name} ✗ {'stale ' if stale else ''}{age(seconds)}"
+        text = f"{head}: {health.last_error}" if health.last_error else head
+        return text, "$error" if stale else "$warning"
+    return f"{health.name} ✓ {age(seconds)}", "$success"
+
+
+def status_content(cluster: str, sources: Mapping[str, SourceHealth], now: float,
+                   intervals: Mapping[str, float], thresholds: Thresholds, *, read_only: bool,
+                   wall: bool = False) -> Content:
+    pieces: list[Piece] = [(f" {cluster} ", "bold reverse $primary"), " "]
+    for name, health in sources.items():
+        text, style = source_text(health, now, intervals.get(name, 2.0), thresholds.stale_factor)
+        pieces += [(text, style), "  "]
+    if wall:
+        pieces.append(("WALL ", "bold $accent"))
+    if read_only:
+        pieces.append(("READ-ONLY ", "bold reverse $warning"))
+    pieces.append((" " + utc(now, "%H:%M:%S"), "bold"))
+    return Content.assemble(*pieces)
+
+
+class StatusLine(Static):
+    def show(self, content: Content) -> None:
+        self.update(content)

@@ -1,0 +1,177 @@
+"""The concrete tables: Slurm queue, K8s pods, IB links, mounts (columns + row rules).
+
+Rows stay model objects; the column functions below run only for visible rows.
+Problem rows are coloured by the severity that :mod:`hpctui.health` assigns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hpctui.actions.base import ActionKind
+from hpctui.health import ib_findings, mount_findings
+from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
+from hpctui.model.ib import LINK_ERROR_COUNTERS
+from hpctui.ui.keys import JOB_ACTION_KEYS, QUEUE_KEYS, bindings
+from hpctui.ui.messages import ActionRequested
+from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
+
+# Text colours (readable on the table background): Textual's own status colours,
+# plus sev-critical, which every shipped theme keeps legible as text.
+SEVERITY_VAR = {
+    Severity.OK: None, Severity.INFO: "primary", Severity.WARNING: "warning",
+    Severity.ERROR: "error", Severity.CRITICAL: "sev-critical",
+}
+JOB_STATE_VAR = {
+    "RUNNING": "success", "PENDING": "warning", "FAILED": "error", "NODE_FAIL": "error",
+    "TIMEOUT": "error", "OUT_OF_MEMORY": "error", "BOOT_FAIL": "error", "PREEMPTED": "warning",
+    "REQUEUED": "warning", "REQUEUE_HOLD": "warning", "SUSPENDED": "warning",
+}
+POD_PHASE_VAR = {"Running": "success", "Pending": "warning", "Failed": "error", "Unknown": "error"}
+
+
+def _s(value: object) -> str:
+    return "N/A" if value is None else str(value)
+
+
+def job_sort_id(job: SlurmJob) -> tuple[int, int]:
+    if job.array_job_id is not None:
+        return (job.array_job_id, job.array_task_id if job.array_task_id is not None else 1 << 30)
+    return (job.job_id, -1)
+
+
+JOB_COLUMNS: list[Column[SlurmJob]] = [
+    Column("id", "JOBID", 13, lambda j: j.display_id, job_sort_id),
+    Column("user", "USER", 9, lambda j: j.user or "", lambda j: j.user or ""),
+    Column("partition", "PART", 8, lambda j: j.partition or "", lambda j: j.partition or ""),
+    Column("name", "NAME", 14, lambda j: j.name or "", lambda j: j.name or ""),
+    Column("state", "STATE", 9, lambda j: j.state, lambda j: j.state, style=lambda j: JOB_STATE_VAR.get(j.state)),
+    Column("gpus", "GPU", 4, lambda j: _s(j.gpus_requested), lambda j: na_last(j.gpus_requested), align="right"),
+    Column("nodes", "NODES", 16, lambda j: j.nodes or "", lambda j: j.nodes or ""),
+    Column("reason", "REASON", 20, lambda j: j.reason or "", lambda j: j.reason or ""),
+]
+
+
+def job_search(job: SlurmJob) -> str:
+    return f"{job.display_id} {job.user} {job.account} {job.partition} {job.name} {job.state} {job.reason} {job.nodes}"
+
+
+POD_COLUMNS: list[Column[Pod]] = [
+    Column("name", "NAMESPACE/NAME", 30, lambda p: f"{p.namespace}/{p.name}", lambda p: (p.namespace, p.name)),
+    Column("node", "NODE", 10, lambda p: p.node or "", lambda p: p.node or ""),
+    Column("phase", "PHASE", 9, lambda p: p.phase, lambda p: p.phase, style=lambda p: POD_PHASE_VAR.get(p.phase)),
+    Column("reason", "REASON", 18, lambda p: p.reason or "", lambda p: p.reason or ""),
+    Column("gpus", "GPU", 3, lambda p: str(p.gpus_requested), lambda p: p.gpus_requested, align="right"),
+    Column("restarts", "RST", 3, lambda p: str(p.restarts), lambda p: p.restarts, align="right"),
+    Column("queue", "QUEUE", 10, lambda p: p.queue or "", lambda p: p.queue or ""),
+]
+
+
+def pod_search(pod: Pod) -> str:
+    return f"{pod.namespace}/{pod.name} {pod.node} {pod.phase} {pod.reason} {pod.queue} {pod.owner_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    port: IbPort
+    severity: Severity
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class MountRow:
+    mount: Mount
+    severity: Severity
+    problem: str
+
+
+def link_row(port: IbPort) -> LinkRow:
+    findings = ib_findings(port)
+    severity = max((f.severity for f in findings), default=Severity.OK)
+    return LinkRow(port, severity, "; ".join(f.message for f in findings))
+
+
+def mount_row(mount: Mount) -> MountRow:
+    findings = mount_findings(mount)
+    severity = max((f.severity for f in findings), default=Severity.OK)
+    return MountRow(mount, severity, "; ".join(f.message for f in findings))
+
+
+def _error_deltas(port: IbPort) -> str:
+    parts = [f"{k}+{v}" for k in LINK_ERROR_COUNTERS if (v := port.deltas.get(k, 0)) > 0]
+    if not parts:
+        return "0" if port.deltas or port.counters else "N/A"
+    return " ".join(parts)
+
+
+def _rate(port: IbPort) -> str:
+    if port.rate_text:
+        return port.rate_text
+    return "N/A" if port.rate_gbps is None else f"{port.rate_gbps:.0f} Gb/s"
+
+
+LINK_COLUMNS: list[Column[LinkRow]] = [
+    Column("severity", "!", 1, lambda r: "!" if r.severity >= Severity.WARNING else " ", lambda r: -r.severity,
+           style=lambda r: SEVERITY_VAR[r.severity]),
+    Column("node", "NODE", 10, lambda r: r.port.node, lambda r: r.port.node),
+    Column("port", "PORT", 9, lambda r: f"{r.port.device}:{r.port.port}", lambda r: (r.port.device, r.port.port)),
+    Column("state", "STATE", 6, lambda r: _s(r.port.state), lambda r: _s(r.port.state)),
+    Column("phys", "PHYS", 9, lambda r: _s(r.port.phys_state), lambda r: _s(r.port.phys_state)),
+    Column("rate", "RATE", 19, lambda r: _rate(r.port), lambda r: na_last(r.port.rate_gbps),
+           style=lambda r: "warning" if r.port.degraded_rate else None),
+    Column("errors", "ERR Δ", 22, lambda r: _error_deltas(r.port), lambda r: -sum(r.port.deltas.values())),
+    Column("problem", "PROBLEM", 40, lambda r: r.problem, lambda r: r.problem),
+]
+MOUNT_COLUMNS: list[Column[MountRow]] = [
+    Column("severity", "!", 1, lambda r: "!" if r.severity >= Severity.WARNING else " ", lambda r: -r.severity,
+           style=lambda r: SEVERITY_VAR[r.severity]),
+    Column("node", "NODE", 10, lambda r: r.mount.node, lambda r: r.mount.node),
+    Column("target", "TARGET", 16, lambda r: r.mount.target, lambda r: r.mount.target),
+    Column("fstype", "FS", 7, lambda r: r.mount.fstype, lambda r: r.mount.fstype),
+    Column("state", "STATE", 9, lambda r: r.mount.state.value, lambda r: r.mount.state.value,
+           style=lambda r: SEVERITY_VAR[r.severity]),
+    Column("latency", "LAT ms", 7, lambda r: "N/A" if r.mount.latency_ms is None else f"{r.mount.latency_ms:.0f}",
+           lambda r: na_last(r.mount.latency_ms), align="right"),
+    Column("detail", "DETAIL", 40, lambda r: r.mount.detail or "", lambda r: r.mount.detail or ""),
+]
+
+
+def severity_first(rows: list[Any]) -> list[Any]:
+    """Problems first (worst on top), healthy rows after, each group in name order."""
+    return sorted(rows, key=lambda r: -r.severity)
+
+
+class QueueTable(VirtualTable[SlurmJob]):
+    """The Slurm queue: marks jobs and turns action keys into ActionRequested."""
+
+    BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
+
+    def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
+        super().__init__(JOB_COLUMNS, row_key=lambda j: j.display_id, search_text=job_search,
+                         markable=True, id=id)
+        self.actions_enabled = actions_enabled
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "request_action":
+            return self.actions_enabled
+        return True
+
+    def action_request_action(self, kind: str) -> None:
+        targets = self.targets()
+        if targets:
+            self.post_message(ActionRequested(ActionKind(kind), targets))
+
+
+def pod_table(id: str | None = None) -> VirtualTable[Pod]:
+    return VirtualTable(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search, id=id)
+
+
+def link_table(id: str | None = None) -> VirtualTable[LinkRow]:
+    return VirtualTable(LINK_COLUMNS, row_key=lambda r: f"{r.port.node}/{r.port.device}:{r.port.port}",
+                        row_style=lambda r: SEVERITY_VAR[r.severity], id=id)
+
+
+def mount_table(id: str | None = None) -> VirtualTable[MountRow]:
+    return VirtualTable(MOUNT_COLUMNS, row_key=lambda r: f"{r.mount.node}:{r.mount.target}",
+                        row_style=lambda r: SEVERITY_VAR[r.severity], id=id)

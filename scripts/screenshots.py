@@ -1,0 +1,63 @@
+"""Regenerate screenshots/*.svg: the dashboard in each built-in theme at 160×50, plus
+one with the worst node (most severe findings) selected.
+
+Deterministic: seeded demo cluster and a frozen clock, so the SVGs only change
+when the UI does. Run from the repo root: ``python scripts/screenshots.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hpctui.health import node_findings  # noqa: E402
+from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.ui.app import HpcApp  # noqa: E402
+
+FIXED = 1_750_000_000.0
+SEED = 7
+SIZE = (160, 50)
+OUT = ROOT / "screenshots"
+
+
+async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool = False) -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl", theme=theme)
+        app = HpcApp(runtime, theme=theme, wall=wall, autostart=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            if worst_node:
+                snap = runtime.store.snapshot()
+
+                def badness(n: str) -> tuple[int, int]:
+                    findings = node_findings(snap, n, runtime.thresholds)
+                    return (max((int(f.severity) for f in findings), default=0), len(findings))
+                node = max(snap.nodes, key=badness)
+                app.dashboard.heatmap.select(node)
+                await pilot.pause()
+            path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
+    return path
+
+
+async def main() -> None:
+    OUT.mkdir(exist_ok=True)
+    shots = [
+        await shoot("dashboard-dark", "dark"),
+        await shoot("dashboard-light", "light"),
+        await shoot("dashboard-wall", "wall", wall=True),
+        await shoot("dashboard-incident", "dark", worst_node=True),
+    ]
+    for path in shots:
+        print(path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,27 @@
+"""SVG snapshots of the dashboard in every built-in theme (frozen clock, seeded demo).
+
+Regenerate with ``pytest tests/ui --snapshot-update`` and look at the SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import load
+
+from hpctui.runtime import Runtime
+from hpctui.ui.app import HpcApp
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60)], ids=["120x40", "200x60"])
+@pytest.mark.parametrize("theme", ["dark", "light", "wall"])
+def test_dashboard_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], theme: str,
+                            size: tuple[int, int]) -> None:
+    app = HpcApp(make_runtime(), theme=theme, wall=theme == "wall", autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
