@@ -95,6 +95,7 @@ class Store:
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
+        self._part_sources: dict[str, set[str]] = {}
         self._health: dict[str, SourceHealth] = {}
         self._cached: ClusterSnapshot | None = None
         self.version = 0  # bumps on every change; lets the UI skip redundant redraws
@@ -133,6 +134,7 @@ class Store:
             self._controller = result.controller
         for part in result.parts():
             self._collected_at[part.value] = t
+            self._part_sources.setdefault(part.value, set()).add(src)
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
@@ -181,6 +183,7 @@ class Store:
             controller=self._controller,
             collected_at=dict(self._collected_at),
             sources=dict(self._health),
+            part_sources={k: tuple(sorted(v)) for k, v in self._part_sources.items()},
         )
         return self._cached
 

@@ -100,6 +100,16 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     controller: ControllerHealth | None = None
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
+    part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names
+
+    def part_errors(self, part: Part) -> list[str]:
+        """Last errors of the sources that deliver ``part`` (empty when all are healthy)."""
+        out = []
+        for name in self.part_sources.get(part.value, ()):
+            health = self.sources.get(name)
+            if health is not None and health.last_error:
+                out.append(f"{name}: {health.last_error}")
+        return out
 
     def part_age(self, part: Part, now: float | None = None) -> float | None:
         t = self.collected_at.get(part.value)

@@ -13,13 +13,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from hpctui.model import ClusterSnapshot
+from hpctui.model import ClusterSnapshot, Part
 from hpctui.runtime import Runtime
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
-from hpctui.ui.widgets.status import StatusLine, status_content
+from hpctui.ui.widgets.status import StatusLine, part_status, status_content
 from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table
 
 
@@ -69,6 +69,9 @@ class DashboardScreen(Screen[None]):
         self.query_one(HeatmapPane).update_title()
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
+        now = self.runtime.clock()
+        self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
+        self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
         self.queue_pane.set_rows(snapshot.jobs)
         self.pods_pane.set_rows(snapshot.pods)
         self.ib_pane.show(snapshot, self.selected)
@@ -77,13 +80,20 @@ class DashboardScreen(Screen[None]):
         self.update_status()
 
     def update_status(self) -> None:
-        if self.snapshot is None:
+        lines = self.query(StatusLine)
+        if self.snapshot is None or not lines:  # the 1 s timer can fire while the screen is torn down
             return
         rt = self.runtime
         intervals = {s.name: s.interval_s for s in rt.sources}
         content = status_content(self.snapshot.cluster, self.snapshot.sources, rt.clock(), intervals,
                                  rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall)
-        self.query_one(StatusLine).show(content)
+        lines.first().show(content)
+        now = rt.clock()
+        for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
+            marker = part_status(self.snapshot, part, now)
+            if marker != pane.data_status:
+                pane.data_status = marker
+                pane.update_title()
 
     def _show_node(self) -> None:
         if self.snapshot is not None:

@@ -44,6 +44,7 @@ class TablePane(Vertical):
         self.title = title
         self.table = table
         self.border_title = title
+        self.data_status = ""  # e.g. "✗ stale 42s: slurmctld unreachable", shown in the title
 
     def compose(self) -> ComposeResult:
         yield self.table
@@ -58,6 +59,8 @@ class TablePane(Vertical):
         shown, total = len(table.view), len(table.rows)
         count = f"{total}" if shown == total else f"{shown}/{total}"
         parts = [f"{self.title} ({count})"]
+        if self.data_status:
+            parts.append(self.data_status)
         if extra:
             parts.append(extra)
         if table.filter_text:

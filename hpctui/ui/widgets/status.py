@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from hpctui.health import Thresholds
-from hpctui.model import SourceHealth
+from hpctui.model import ClusterSnapshot, Part, SourceHealth
 from hpctui.ui.fmt import age, utc
 
 Piece = tuple[str, str] | str
@@ -50,3 +50,11 @@ def status_content(cluster: str, sources: Mapping[str, SourceHealth], now: float
 class StatusLine(Static):
     def show(self, content: Content) -> None:
         self.update(content)
+
+
+def part_status(snapshot: ClusterSnapshot, part: Part, now: float) -> str:
+    """Pane-title marker for a part whose source is failing: error plus the data's age."""
+    errors = snapshot.part_errors(part)
+    if not errors:
+        return ""
+    return f"✗ data {age(snapshot.part_age(part, now))} old · {errors[0]}"
