@@ -5,9 +5,11 @@ Textual app both build one of these.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.executor import ActionExecutor
@@ -21,6 +23,9 @@ from hpctui.health import Thresholds
 from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.store import NodeNameMap, Store
+
+if TYPE_CHECKING:
+    from hpctui.sources.slurm.accounting import AccountingInfo
 
 
 class Runtime:
@@ -60,6 +65,15 @@ class Runtime:
 
     async def stop(self) -> None:
         await self.poller.stop()
+
+    async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
+        """Fair-share/QoS of the first source that can tell (a Slurm source); None if none can."""
+        for source in self.sources:
+            query = getattr(source, "accounting", None)
+            if query is not None and inspect.iscoroutinefunction(query):
+                info: AccountingInfo = await query(user=user, account=account)
+                return info
+        return None
 
 
 def build_source(settings: object) -> Source:

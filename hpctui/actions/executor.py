@@ -14,13 +14,16 @@ import msgspec
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import (
+    JOB_ACTIONS,
     REQUIRED_PARAMS,
     ActionKind,
     ActionPlan,
     ActionResult,
     TargetResult,
 )
+from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
+from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sources.base import ActionBackend
 
 
@@ -66,6 +69,14 @@ class ActionExecutor:
         params = dict(params or {})
         clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
         errors: list[str] = []
+        notes: list[str] = []
+        on_nodes = params.pop("on_nodes", "").strip() if kind in JOB_ACTIONS else ""
+        if on_nodes:
+            found, problem = _jobs_on_nodes(snapshot, on_nodes)
+            if problem:
+                errors.append(problem)
+            clean = tuple(dict.fromkeys((*clean, *found)))
+            notes.append(f"targets: the {len(found)} job(s) running on {on_nodes}")
         if self.read_only:
             errors.append("read-only mode: actions are disabled")
         for required in REQUIRED_PARAMS.get(kind, ()):
@@ -78,8 +89,9 @@ class ActionExecutor:
             errors.append(f"no configured source can {kind.value}")
             return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
         plan = backend.plan(kind, clean, params, snapshot)
-        if errors:
-            plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))))
+        if errors or notes:
+            plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))),
+                                           notes=(*notes, *plan.notes))
         return plan
 
     async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
@@ -113,6 +125,21 @@ class ActionExecutor:
         elif confirmation is not True and confirmation != "y":
             return "not confirmed"
         return None
+
+
+def _jobs_on_nodes(snapshot: ClusterSnapshot, expr: str) -> tuple[list[str], str | None]:
+    """Job targets for "all jobs on these nodes"; the second value is a validation error."""
+    try:
+        nodes = set(expand(expr))
+    except HostlistError as exc:
+        return [], f"on_nodes: {exc}"
+    unknown = sorted(nodes - snapshot.nodes.keys())
+    if unknown:
+        return [], f"on_nodes: unknown node(s) {', '.join(unknown[:5])}"
+    jobs = workload_index(snapshot).jobs_on_any(nodes)
+    if not jobs:
+        return [], f"no running jobs on {expr}"
+    return [j.display_id for j in jobs], None
 
 
 def _current_user() -> str:

@@ -16,7 +16,7 @@ from textual.timer import Timer
 
 from hpctui.runtime import Runtime
 from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, bindings
-from hpctui.ui.messages import ActionRequested, SnapshotChanged
+from hpctui.ui.messages import ActionRequested, JobDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
 from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
@@ -137,7 +137,12 @@ class HpcApp(App[None]):
             self.notify(f"{message.kind.value} {', '.join(message.targets[:5])}: action dialogs are not available",
                         severity="warning")
             return
-        self.push_screen(ActionDialog(self.runtime, message.kind, message.targets))
+        self.push_screen(ActionDialog(self.runtime, message.kind, message.targets, message.params))
+
+    def on_job_detail_requested(self, message: JobDetailRequested) -> None:
+        from hpctui.ui.screens.job_detail import JobDetailScreen
+
+        self.push_screen(JobDetailScreen(self.runtime, message.job))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -51,12 +51,17 @@ NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("node.cordon", "c", ActionKind.CORDON_NODES, "Cordon", "heatmap"),
     _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
 )
+NODE_JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
+    _act("node.requeue_jobs", "R", ActionKind.REQUEUE_JOBS, "Requeue jobs here", "heatmap"),
+    _act("node.cancel_jobs", "X", ActionKind.CANCEL_JOBS, "Cancel jobs here", "heatmap"),
+)
 TABLE_KEYS: tuple[KeySpec, ...] = (
     KeySpec("table.filter", "slash", "start_filter", "Filter", "table", key_display="/"),
     KeySpec("table.sort", "o", "cycle_sort", "Sort", "table"),
     KeySpec("table.reverse", "O", "reverse_sort", "Reverse", "table", show=False),
 )
 QUEUE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("queue.detail", "enter", "show_detail", "Details", "queue"),
     KeySpec("queue.mark", "space", "toggle_mark", "Mark", "queue"),
     KeySpec("queue.clear", "escape", "clear_marks", "Unmark all", "queue", show=False),
 )
@@ -70,8 +75,8 @@ JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
 LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
-ACTION_KEYS = NODE_ACTION_KEYS + JOB_ACTION_KEYS
-ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
+ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
+ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from hpctui.actions.base import ActionKind
+from hpctui.model import SlurmJob
 
 
 class SnapshotChanged(Message):
@@ -20,10 +21,11 @@ class ActionRequested(Message):
     """A widget asks for an action on its marked (or cursor) targets; the app
     opens the confirmation dialog. Widgets never run actions themselves."""
 
-    def __init__(self, kind: ActionKind, targets: tuple[str, ...]) -> None:
+    def __init__(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str] | None = None) -> None:
         super().__init__()
         self.kind = kind
         self.targets = targets
+        self.params = dict(params or {})
 
     def __repr__(self) -> str:
         return f"ActionRequested({self.kind.value!r}, {self.targets!r})"
@@ -35,3 +37,11 @@ class ReadOnlyRefused(Message):
     def __init__(self, what: str) -> None:
         super().__init__()
         self.what = what
+
+
+class JobDetailRequested(Message):
+    """Enter on a queue row: the app shows the job in full."""
+
+    def __init__(self, job: SlurmJob) -> None:
+        super().__init__()
+        self.job = job

@@ -12,6 +12,7 @@ import time
 from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.sources.base import SourceError
+from hpctui.sources.slurm.accounting import AccountingInfo, query_accounting
 from hpctui.sources.slurm.actions import SLURM_KINDS, check
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
@@ -41,6 +42,9 @@ class SlurmSource:
         self.calls: list[str] = []  # every CLI call / HTTP request / library call of the last refresh
         self.warnings: list[str] = []  # non-fatal problems of the last refresh (fallbacks used)
         self.detect_notes: list[str] = []  # why this backend was chosen
+        # on-demand accounting queries get their own runner: their calls never count as a refresh's
+        self.acct_runner = Runner(timeout_s=settings.timeout_s, slurm_conf=settings.slurm_conf,
+                                  bin_dir=settings.bin_dir)
 
     # -- backend selection ------------------------------------------------------
     async def resolve(self) -> SlurmBackend:
@@ -118,6 +122,19 @@ class SlurmSource:
     async def close(self) -> None:
         for b in self._backends():
             await b.close()
+
+    # -- accounting (on demand) -----------------------------------------------------
+    async def accounting(self, user: str | None = None, account: str | None = None) -> AccountingInfo:
+        """Fair-share rows, QoS limits and associations for ``user`` and/or ``account``.
+
+        Read with sshare/sacctmgr whatever the refresh backend is (the notes say so when it is
+        not the CLI). Never raises for Slurm problems: ``available=False`` + ``detail`` instead.
+        Raises ``ValueError`` for a user/account name that is not a plausible Slurm name.
+        """
+        notes: list[str] = []
+        if self.backend is not None and self.backend is not self.cli:
+            notes.append(f"read with sshare/sacctmgr (CLI); the {self.backend.name} backend is not used for accounting")
+        return await query_accounting(self.acct_runner, user, account, notes=notes)
 
     # -- ActionBackend ----------------------------------------------------------
     @property

@@ -113,12 +113,13 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     ActionDialog Button { margin-left: 1; }
     """
 
-    def __init__(self, runtime: Runtime, kind: ActionKind, targets: tuple[str, ...]) -> None:
+    def __init__(self, runtime: Runtime, kind: ActionKind, targets: tuple[str, ...],
+                 params: dict[str, str] | None = None) -> None:
         super().__init__()
         self.runtime = runtime
         self.kind = kind
         self.targets = targets
-        self.params: dict[str, str] = {}
+        self.params: dict[str, str] = dict(params or {})
         self.plan = self._make_plan()
         self.result: ActionResult | None = None
 

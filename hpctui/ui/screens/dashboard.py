@@ -19,8 +19,8 @@ from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
-from hpctui.ui.widgets.status import StatusLine, part_status, status_content
-from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table
+from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
+from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
 
 
 class DashboardScreen(Screen[None]):
@@ -72,8 +72,9 @@ class DashboardScreen(Screen[None]):
         now = self.runtime.clock()
         self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
         self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
+        self.queue_pane.border_subtitle = controller_summary(snapshot.controller)
         self.queue_pane.set_rows(snapshot.jobs)
-        self.pods_pane.set_rows(snapshot.pods)
+        self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
         self._show_node()

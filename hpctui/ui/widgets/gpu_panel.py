@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
+from hpctui.correlate import workload_index
 from hpctui.health import Thresholds, node_findings
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
@@ -130,6 +131,32 @@ def node_header(node: Node | None, name: str, now: float) -> list[Content]:
     return lines
 
 
+MAX_WORKLOAD_LINES = 6
+
+
+def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
+    """Slurm jobs (with their GPU indices here) and pods on the node: who is hit by an action."""
+    index = workload_index(snapshot)
+    jobs, pods = index.jobs_on(name), index.pods_on(name)
+    if not jobs and not pods:
+        return [Content.assemble(("Workload", "bold underline"), "  none")]
+    lines = [Content.assemble(("Workload", "bold underline"), f"  {len(jobs)} job(s), {len(pods)} pod(s)")]
+    for job in jobs[:MAX_WORKLOAD_LINES]:
+        gpus = job.gpus_alloc.get(name)
+        lines.append(Content.assemble(
+            "  job ", (job.display_id, "bold"), f"  {job.user or NA_TEXT}  {job.name or ''}",
+            f"  GPUs {gpus}" if gpus else ""))
+    for pod in pods[:MAX_WORKLOAD_LINES]:
+        style = "$error" if pod.reason else ""
+        lines.append(Content.assemble("  pod ", (f"{pod.namespace}/{pod.name}", "bold"), f"  {pod.phase}",
+                                      (f"  {pod.reason}" if pod.reason else "", style),
+                                      f"  GPUs {pod.gpus_requested}" if pod.gpus_requested else ""))
+    hidden = max(0, len(jobs) - MAX_WORKLOAD_LINES) + max(0, len(pods) - MAX_WORKLOAD_LINES)
+    if hidden:
+        lines.append(Content(f"  … {hidden} more"))
+    return lines
+
+
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> Content:
     """Everything the panel shows for one node, as one Content."""
     if name is None:
@@ -143,6 +170,7 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
                                           f.message))
         if len(findings) > 12:
             lines.append(Content(f"  … {len(findings) - 12} more"))
+    lines.extend(workload_lines(snapshot, name))
     gpus = snapshot.gpus.get(name)
     if gpus is None:
         lines.append(Content("GPUs: N/A (no GPU data for this node)"))

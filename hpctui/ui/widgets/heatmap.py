@@ -21,11 +21,12 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
 
-from hpctui.actions.base import ActionKind
+from hpctui.actions.base import JOB_ACTIONS, ActionKind
 from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot
+from hpctui.model.hostlist import collect
 from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, Metric, compute_levels, node_names
-from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, bindings
+from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.palette import Palette
 
@@ -43,7 +44,7 @@ _NAV: list[BindingType] = [
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
-    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS)
+    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS)
     # A stable gutter keeps the column count from flipping when the scrollbar appears.
     DEFAULT_CSS = """
     NodeHeatmap { scrollbar-gutter: stable; }
@@ -318,5 +319,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     def action_request_action(self, kind: str) -> None:
         targets = self.targets()
-        if targets:
-            self.post_message(ActionRequested(ActionKind(kind), targets))
+        if not targets:
+            return
+        action = ActionKind(kind)
+        if action in JOB_ACTIONS:  # e.g. requeue everything running on the marked nodes
+            self.post_message(ActionRequested(action, (), {"on_nodes": collect(targets)}))
+        else:
+            self.post_message(ActionRequested(action, targets))

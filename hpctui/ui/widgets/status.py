@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from hpctui.health import Thresholds
-from hpctui.model import ClusterSnapshot, Part, SourceHealth
+from hpctui.model import ClusterSnapshot, ControllerHealth, Part, SourceHealth
 from hpctui.ui.fmt import age, utc
 
 Piece = tuple[str, str] | str
@@ -58,3 +58,21 @@ def part_status(snapshot: ClusterSnapshot, part: Part, now: float) -> str:
     if not errors:
         return ""
     return f"✗ data {age(snapshot.part_age(part, now))} old · {errors[0]}"
+
+
+def controller_summary(ctl: ControllerHealth | None) -> str:
+    """sdiag in one line for the queue pane's bottom border: is slurmctld keeping up?"""
+    if ctl is None:
+        return ""
+    if not ctl.reachable:
+        return f"slurmctld unreachable{': ' + ctl.detail if ctl.detail else ''}"
+    parts = ["slurmctld ok"]
+    if ctl.server_thread_count is not None:
+        parts.append(f"{ctl.server_thread_count} threads")
+    if ctl.agent_queue_size is not None:
+        parts.append(f"agent queue {ctl.agent_queue_size}")
+    if ctl.mean_schedule_cycle_us is not None:
+        parts.append(f"sched cycle {ctl.mean_schedule_cycle_us / 1000:.1f} ms")
+    if ctl.last_backfill_cycle_s is not None:
+        parts.append(f"backfill {ctl.last_backfill_cycle_s:.2f} s")
+    return " · ".join(parts)

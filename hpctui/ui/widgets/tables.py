@@ -6,6 +6,7 @@ Problem rows are coloured by the severity that :mod:`hpctui.health` assigns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ from hpctui.health import ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.keys import JOB_ACTION_KEYS, QUEUE_KEYS, bindings
-from hpctui.ui.messages import ActionRequested
+from hpctui.ui.messages import ActionRequested, JobDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
 
 # Text colours (readable on the table background): Textual's own status colours,
@@ -161,6 +162,20 @@ class QueueTable(VirtualTable[SlurmJob]):
         targets = self.targets()
         if targets:
             self.post_message(ActionRequested(ActionKind(kind), targets))
+
+    def action_show_detail(self) -> None:
+        job = self.cursor_row
+        if job is not None:
+            self.post_message(JobDetailRequested(job))
+
+
+def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
+    """Pods with a problem (a waiting/terminated reason, Pending, Failed, Unknown) on top."""
+    def rank(p: Pod) -> int:
+        if p.reason or p.phase in ("Failed", "Unknown"):
+            return 0
+        return 1 if p.phase == "Pending" else 2
+    return sorted(pods, key=rank)
 
 
 def pod_table(id: str | None = None) -> VirtualTable[Pod]:

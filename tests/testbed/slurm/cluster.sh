@@ -4,12 +4,15 @@
 # Adapted from the measured recipe in the project docs (Slurm test bed): munged + slurmctld +
 # 6 slurmd ("multiple slurmd" mode: gpu01-04 with fake H100/A100 GRES, cpu01-02; one port per node
 # on 127.0.0.1, each in its own UTS namespace) + slurmrestd on a unix socket (rest_auth/local)
-# + a 2nd slurmrestd on 127.0.0.1 with JWT auth (if slurm-wlm-jwt-plugin is installed).
-# No accounting (slurmdbd/MariaDB): the tests do not need QoS.
+# + a 2nd slurmrestd on 127.0.0.1 with JWT auth (if slurm-wlm-jwt-plugin is installed)
+# [+ accounting: a private MariaDB (127.0.0.1, data under $LAB/mysql) + slurmdbd, seeded with
+# accounts ml/physics, users root/alice/bob with different fair-share, QoS normal/gpu-limited -
+# when slurmdbd and mariadb-server are installed].
 # Every daemon runs in the foreground under setsid; its pid is kept in $RUN/*.fg.pid (or
 # munged.pid) and it is stopped by that pid only - never by name. Loopback only.
 # Env: SLURMLAB (state dir, default $TMPDIR/hpctui-slurmlab), SLURMLAB_PORT_OFFSET (added to
-# every port; lets two beds coexist), SLURMLAB_SLURMD_TIMEOUT (10).
+# every port; lets two beds coexist), SLURMLAB_SLURMD_TIMEOUT (10),
+# SLURMLAB_ACCOUNTING (auto|1|0; auto = on when /usr/sbin/slurmdbd and /usr/sbin/mariadbd exist).
 set -euo pipefail
 LAB=${SLURMLAB:-${TMPDIR:-/tmp}/hpctui-slurmlab}
 ETC=$LAB/etc RUN=$LAB/run LOG=$LAB/log
@@ -19,11 +22,16 @@ CTLD_PORT=$((16817 + OFF)) SLURMD_PORT=$((16818 + OFF))
 GPU12_PORTS="$((17001 + OFF))-$((17002 + OFF))" GPU34_PORTS="$((17003 + OFF))-$((17004 + OFF))"
 CPU_PORTS="$((17011 + OFF))-$((17012 + OFF))"
 REST_PORT=$((6820 + OFF))
+DBD_PORT=$((16819 + OFF)) DB_PORT=$((13306 + OFF))
 SLURMD_TIMEOUT=${SLURMLAB_SLURMD_TIMEOUT:-10}
 NODES="gpu01 gpu02 gpu03 gpu04 cpu01 cpu02"
 PLUGDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 HAVE_JWT=0; [ -e $PLUGDIR/auth_jwt.so ] && HAVE_JWT=1
 OPENAPI=openapi/v0.0.38,openapi/v0.0.37,openapi/v0.0.36
+ACCT=${SLURMLAB_ACCOUNTING:-auto}
+if [ "$ACCT" = auto ]; then ACCT=0; [ -x /usr/sbin/slurmdbd ] && [ -x /usr/sbin/mariadbd ] && ACCT=1; fi
+DBRUN=$LAB/dbrun   # owned by mysql: socket, pid, error log (mariadbd cannot write root-owned dirs)
+MYSQL="mariadb --no-defaults -S $DBRUN/mysqld.sock -uroot"
 
 log() { printf '[cluster %s] %s\n' "$(date +%T.%3N)" "$*" >&2; }
 now() { date +%s.%N; }
@@ -48,6 +56,45 @@ write_config() {
     jwt="AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$ETC/jwt_hs256.key"
   fi
+  local acct prio
+  if [ "$ACCT" = 1 ]; then
+    # Enforced, but only the non-default QoS (gpu-limited) has limits and root's default account
+    # (ml) / QoS (normal) are unlimited: plain jobs run exactly as without accounting.
+    acct="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$DBD_PORT
+AccountingStorageEnforce=associations,limits,qos
+AccountingStorageTRES=gres/gpu
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=30"
+    prio="PriorityType=priority/multifactor
+PriorityWeightQOS=10000
+PriorityWeightAge=100
+PriorityWeightFairshare=1000"
+    cat > "$ETC/slurmdbd.conf" <<CONF
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=root
+DebugLevel=info
+LogFile=$LOG/slurmdbd.log
+PidFile=$RUN/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageLoc=slurm_acct_db
+StorageUser=slurm
+StoragePass=slurmpw
+$jwt
+CONF
+    chmod 0600 "$ETC/slurmdbd.conf"   # slurmdbd refuses a config readable by others
+  else
+    acct="AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none"
+    prio="PriorityType=priority/basic"
+    rm -f "$ETC/slurmdbd.conf"
+  fi
   cat > "$ETC/slurm.conf" <<CONF
 ClusterName=hpctuilab
 SlurmctldHost=$(hostname -s)(127.0.0.1)
@@ -71,8 +118,7 @@ MailProg=/bin/true
 RebootProgram=/bin/true
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+$acct
 JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -82,7 +128,7 @@ SlurmdParameters=config_overrides
 ReturnToService=1
 MpiDefault=none
 GresTypes=gpu
-PriorityType=priority/basic
+$prio
 SlurmdTimeout=$SLURMD_TIMEOUT
 SlurmctldTimeout=60
 InactiveLimit=0
@@ -119,6 +165,80 @@ start_munge() {
   log "munged did not come up"; cat "$LOG/munged.out" >&2; return 1
 }
 
+start_db() {  # $1=1: fresh cluster (empty accounting db). Private MariaDB on 127.0.0.1:$DB_PORT
+  if ! alive "$RUN/mariadbd.fg.pid"; then
+    install -d -o mysql -g mysql -m 0755 "$DBRUN"
+    if [ ! -d "$LAB/mysql/mysql" ]; then
+      mariadb-install-db --no-defaults --user=mysql --datadir="$LAB/mysql" \
+          --auth-root-authentication-method=socket --skip-test-db >"$LOG/mariadb-install.log" 2>&1 \
+        || { log "mariadb-install-db failed"; tail -20 "$LOG/mariadb-install.log" >&2; return 1; }
+    fi
+    # --user=mysql: mariadbd drops root itself (exec, no fork), so $! is its own pid
+    setsid /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$LAB/mysql" \
+        --socket="$DBRUN/mysqld.sock" --bind-address=127.0.0.1 --port="$DB_PORT" \
+        --pid-file="$DBRUN/mariadbd.pid" --log-error="$DBRUN/mariadb.err" \
+        --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 \
+        --innodb-doublewrite=0 --skip-log-bin --performance-schema=OFF \
+        >"$LOG/mariadb.out" 2>&1 </dev/null &
+    echo $! > "$RUN/mariadbd.fg.pid"
+    local ok=0
+    for _ in $(seq 300); do $MYSQL -e 'select 1' >/dev/null 2>&1 && { ok=1; break; }; sleep 0.1; done
+    [ $ok = 1 ] || { log "mariadbd did not come up"; tail -20 "$DBRUN/mariadb.err" >&2; return 1; }
+  fi
+  local fresh=""; [ "${1:-1}" = 1 ] && fresh="DROP DATABASE IF EXISTS slurm_acct_db;"
+  $MYSQL -e "$fresh
+    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurmpw';
+    CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurmpw';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+}
+
+start_dbd() {
+  alive "$RUN/slurmdbd.fg.pid" && return
+  # slurmdbd has no -f: it reads slurmdbd.conf next to $SLURM_CONF
+  setsid /usr/sbin/slurmdbd -D >"$LOG/slurmdbd.out" 2>&1 </dev/null &
+  echo $! > "$RUN/slurmdbd.fg.pid"
+  for _ in $(seq 200); do sacctmgr -n list cluster >/dev/null 2>&1 && return; sleep 0.1; done
+  log "slurmdbd did not come up"; tail -20 "$LOG/slurmdbd.log" >&2; return 1
+}
+
+# Accounts ml (Fairshare 60) and physics (40); root (10) and alice (30) in both, bob (15) in
+# physics only. QoS normal (no limits) and gpu-limited (limits -> QOSMax* pending reasons).
+# Two sacctmgr processes (each costs ~0.4 s): associations before slurmctld starts (it loads them
+# at start and AccountingStorageEnforce=associations needs root's), the QoS once slurmctld has
+# registered, because only then does slurmdbd know the gres/gpu TRES that MaxTRESPerUser names.
+seed_accounts() {
+  for u in alice bob; do id "$u" >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$u"; done
+  sacctmgr -i >"$LOG/sacctmgr-seed.log" 2>&1 <<SEED
+add cluster hpctuilab
+add account ml Description="ML team" Organization=lab Fairshare=60
+add account physics Description="Physics" Organization=lab Fairshare=40
+add user root Account=ml,physics Fairshare=10 DefaultAccount=ml
+add user alice Account=ml,physics Fairshare=30 DefaultAccount=ml MaxJobs=10
+add user bob Account=physics Fairshare=15 DefaultAccount=physics MaxJobs=5 MaxSubmitJobs=20
+SEED
+  # sacctmgr -i exits 0 after failed commands: check that the last association is there
+  sacctmgr -n -P show assoc where user=bob format=account | grep -qx physics \
+    || { log "seeding accounts failed:"; cat "$LOG/sacctmgr-seed.log" >&2; return 1; }
+}
+
+seed_qos() {
+  local tres=""
+  for _ in $(seq 100); do   # slurmctld adds gres/gpu to the TRES table when it registers
+    tres=$(sacctmgr -n -P show tres format=type,name 2>/dev/null)
+    case "$tres" in *"gres|gpu"*) break ;; esac
+    sleep 0.1
+  done
+  sacctmgr -i >>"$LOG/sacctmgr-seed.log" 2>&1 <<SEED
+modify qos normal set Priority=100
+add qos gpu-limited Priority=50 MaxJobsPerUser=2 MaxSubmitJobsPerUser=10 MaxTRESPerUser=gres/gpu=4 MaxWall=12:00:00
+modify user where name=root,alice set QOS=normal,gpu-limited DefaultQOS=normal
+SEED
+  sacctmgr -n -P show qos gpu-limited format=MaxTRESPU | grep -q 'gpu=4' \
+    && sacctmgr -n -P show assoc where user=alice format=qos | grep -q gpu-limited \
+    || { log "seeding QoS failed:"; cat "$LOG/sacctmgr-seed.log" >&2; return 1; }
+}
+
 start_ctld() {  # $1=1: fresh cluster (-c: ignore saved state); 0: restart, keep jobs and node states
   if alive "$RUN/slurmctld.fg.pid"; then return; fi
   local clean=""; [ "${1:-1}" = 1 ] && clean="-c"
@@ -147,6 +267,8 @@ start_slurmds() {
 }
 
 start_restd() {
+  local OPENAPI=$OPENAPI
+  [ "$ACCT" = 1 ] && OPENAPI=$OPENAPI,openapi/dbv0.0.38
   # Two processes: in 22.05 one slurmrestd cannot serve rest_auth/local and JWT at once.
   if ! alive "$RUN/slurmrestd.fg.pid"; then
     rm -f "$RUN/slurmrestd.sock"
@@ -195,13 +317,26 @@ case "${1:-}" in
     FRESH=1; alive "$RUN/slurmctld.fg.pid" && FRESH=0
     # a restart of a killed slurmctld keeps the config and the saved state (jobs, drained nodes)
     [ $FRESH = 1 ] && [ -f "$RUN/keep-state" ] && [ -s "$SLURM_CONF" ] && FRESH=0
-    if [ $FRESH = 1 ]; then write_config; else log "keeping $SLURM_CONF and saved state"; fi
+    if [ $FRESH = 1 ]; then
+      write_config
+    else
+      log "keeping $SLURM_CONF and saved state"
+      ACCT=0; grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF" && ACCT=1
+    fi
     start_munge;   T1=$(now)
+    if [ "$ACCT" = 1 ]; then
+      start_db $FRESH; TD=$(now)
+      start_dbd;       TE=$(now)
+      [ $FRESH = 1 ] && seed_accounts
+      log "accounting: mariadb $(dt "$T1" "$TD")s, slurmdbd $(dt "$TD" "$TE")s, seed $(since "$TE")s"
+    fi
+    TA=$(now)
     start_ctld $FRESH; T2=$(now)
+    if [ "$ACCT" = 1 ] && [ $FRESH = 1 ]; then seed_qos; log "QoS seeded in $(since "$T2")s"; T2=$(now); fi
     touch "$RUN/keep-state"
     start_slurmds; T3=$(now)
     start_restd;   T4=$(now)
-    log "up: munge $(dt "$T0" "$T1")s, slurmctld $(dt "$T1" "$T2")s, slurmd $(dt "$T2" "$T3")s, slurmrestd $(dt "$T3" "$T4")s, total $(since "$T0")s"
+    log "up: munge $(dt "$T0" "$T1")s, accounting $(dt "$T1" "$TA")s, slurmctld $(dt "$TA" "$T2")s, slurmd $(dt "$T2" "$T3")s, slurmrestd $(dt "$T3" "$T4")s, total $(since "$T0")s"
     ;;
   stop)
     T0=$(now)
@@ -211,7 +346,10 @@ case "${1:-}" in
       [ -e "$f" ] && stop_pidfile "$f" &
     done
     wait
-    stop_pidfile "$RUN/munged.pid"
+    # slurmdbd after slurmctld (the controller sends it the last job records), then MariaDB + munged
+    stop_pidfile "$RUN/slurmdbd.fg.pid"
+    stop_pidfile "$RUN/mariadbd.fg.pid" 30 & stop_pidfile "$RUN/munged.pid" &
+    wait
     rm -f "$RUN/slurmrestd.sock" "$RUN/keep-state"
     log "jobs cancelled in $(dt "$T0" "$T1")s, down in $(since "$T0")s"
     ;;
@@ -234,6 +372,10 @@ case "${1:-}" in
     echo "export SLURM_CONF=$SLURM_CONF"
     echo "export SLURMRESTD_SOCKET=$RUN/slurmrestd.sock"
     if [ "$HAVE_JWT" = 1 ]; then echo "export SLURMRESTD_URL=http://127.0.0.1:$REST_PORT"; fi
+    if [ -s "$SLURM_CONF" ]; then   # a running bed: what its config says
+      ACCT=0; grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF" && ACCT=1
+    fi
+    echo "export SLURMLAB_ACCOUNTING=$ACCT"
     ;;
   *) echo "usage: $0 start|stop|reset|status|env" >&2; exit 2 ;;
 esac

@@ -33,6 +33,11 @@ def slurm_installed() -> str | None:
     return None
 
 
+def accounting_installed() -> bool:
+    """cluster.sh turns accounting on (SLURMLAB_ACCOUNTING=auto) exactly when this holds."""
+    return os.access("/usr/sbin/slurmdbd", os.X_OK) and os.access("/usr/sbin/mariadbd", os.X_OK)
+
+
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -45,7 +50,7 @@ def _port_free(port: int) -> bool:
 
 def pick_port_offset() -> int:
     """A port offset (multiple of 100) under which every port of the bed is free."""
-    base = (16817, 16818, 17001, 17002, 17003, 17004, 17011, 17012, 6820)
+    base = (16817, 16818, 16819, 17001, 17002, 17003, 17004, 17011, 17012, 6820, 13306)
     for off in range(0, 3000, 100):
         if all(_port_free(p + off) for p in base):
             return off
@@ -96,6 +101,15 @@ class SlurmLab:
         res = self.script("reset")
         if res.returncode != 0:
             raise RuntimeError(f"cluster.sh reset failed:\n{res.stderr[-2000:]}")
+
+    @property
+    def accounting(self) -> bool:
+        """The running bed has slurmdbd accounting (read from its slurm.conf)."""
+        try:
+            conf = Path(self.slurm_conf).read_text()
+        except OSError:
+            return False
+        return "AccountingStorageType=accounting_storage/slurmdbd" in conf
 
     # -- daemons ------------------------------------------------------------------
     def pid(self, daemon: str) -> int | None:

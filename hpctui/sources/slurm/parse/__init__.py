@@ -20,7 +20,14 @@ from hpctui.sources.slurm.parse.rest_versions import (
     pick_rest_version,
 )
 from hpctui.sources.slurm.parse.scontrol import parse_scontrol_jobs, parse_scontrol_nodes
-from hpctui.sources.slurm.parse.sshare import FairShare, QosLimits, parse_sacctmgr_qos_text, parse_sshare_text
+from hpctui.sources.slurm.parse.sshare import (
+    Association,
+    FairShare,
+    QosLimits,
+    parse_sacctmgr_assoc_text,
+    parse_sacctmgr_qos_text,
+    parse_sshare_text,
+)
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.text import (
     SEP,
@@ -32,11 +39,11 @@ from hpctui.sources.slurm.parse.text import (
 
 __all__ = [
     "LIVE_JOB_STATES", "PARSEABLE_REST_VERSIONS", "SEP", "SINFO_FORMAT", "SQUEUE_FORMAT",
-    "SUPPORTED_REST_VERSIONS", "FairShare", "QosLimits", "SlurmParseError", "decode_exit_code",
+    "SUPPORTED_REST_VERSIONS", "Association", "FairShare", "QosLimits", "SlurmParseError", "decode_exit_code",
     "decode_exit_pair", "detect_rest_version", "explain_pending_reason", "fill_partitions",
     "job_display_state", "job_from_pyslurm", "node_from_pyslurm", "normalize_node_state",
     "parse_diag_json", "parse_gres", "parse_gres_used", "parse_jobs_json", "parse_nodes_json",
-    "parse_partitions_json", "parse_rest_errors", "parse_sacctmgr_qos_text", "parse_scontrol_jobs",
+    "parse_partitions_json", "parse_rest_errors", "parse_sacctmgr_assoc_text", "parse_sacctmgr_qos_text", "parse_scontrol_jobs",
     "parse_scontrol_nodes", "parse_sdiag_text", "parse_sinfo_text", "parse_squeue_text",
     "parse_sshare_text", "pick_rest_version",
 ]

@@ -1,8 +1,9 @@
-"""Fair-share (``sshare``) and QoS limits (``sacctmgr -P show qos``) text → small Structs.
+"""Fair-share (``sshare``), QoS limits and associations (``sacctmgr -P show qos|assoc``) → Structs.
 
 ``sshare -a`` prints fixed-width columns (the dashed ruler gives the column spans);
 ``sshare -a -P`` / ``-l -P`` print ``|``-separated columns. Both are read by header name,
-so extra ``-l`` columns (LevelFS, GrpTRESMins, ...) are simply ignored.
+so extra columns (GrpTRESMins, TRESRunMins, ...) are simply ignored. In the ``-P`` form the
+Account column keeps its tree indentation (one leading space per level), like the ruler form.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import msgspec
 
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_tres_str
-from hpctui.sources.slurm.parse.values import parse_duration_min, text, to_float, to_int
+from hpctui.sources.slurm.parse.values import parse_duration_min, split_list, text, to_float, to_int
 
 
 class FairShare(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,6 +26,8 @@ class FairShare(msgspec.Struct, frozen=True, kw_only=True):
     effective_usage: float | None = None
     fairshare: float | None = None
     depth: int = 0
+    norm_usage: float | None = None  # ``-l`` only
+    level_fs: float | None = None  # ``-l`` only; ``inf`` (no usage yet) → math.inf
 
 
 class QosLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,6 +43,24 @@ class QosLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_tres_per_job: str | None = None
     grp_tres: str | None = None
     max_jobs_per_account: int | None = None
+
+
+class Association(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``sacctmgr show assoc`` row: where a user (or account) sits and its own limits."""
+
+    account: str
+    user: str | None = None  # None: the account's own association
+    cluster: str | None = None
+    partition: str | None = None
+    share: str | None = None  # raw Fairshare: a number or "parent"
+    qos: tuple[str, ...] = ()
+    default_qos: str | None = None
+    max_jobs: int | None = None
+    max_submit: int | None = None
+    max_tres: str | None = None
+    grp_tres: str | None = None
+    grp_jobs: int | None = None
+    max_wall_min: int | None = None
 
 
 def _table(text_in: str, what: str) -> list[dict[str, str]]:
@@ -85,6 +106,8 @@ def parse_sshare_text(text_in: str) -> list[FairShare]:
                 effective_usage=to_float(row.get("EffectvUsage")),
                 fairshare=to_float(row.get("FairShare")),
                 depth=len(raw_account) - len(raw_account.lstrip(" ")),
+                norm_usage=to_float(row.get("NormUsage")),
+                level_fs=to_float(row.get("LevelFS")),
             )
         )
     return out
@@ -110,6 +133,33 @@ def parse_sacctmgr_qos_text(text_in: str) -> list[QosLimits]:
                 max_tres_per_job=text(row.get("MaxTRES")),
                 grp_tres=text(row.get("GrpTRES")),
                 max_jobs_per_account=to_int(row.get("MaxJobsPA")),
+            )
+        )
+    return out
+
+
+def parse_sacctmgr_assoc_text(text_in: str) -> list[Association]:
+    """``sacctmgr -P show assoc [where ...] format=...`` (with its header) → Associations."""
+    out = []
+    for row in _table(text_in, "sacctmgr assoc"):
+        account = text(row.get("Account"))
+        if account is None:
+            raise SlurmParseError(f"sacctmgr assoc: row without Account: {row!r}")
+        out.append(
+            Association(
+                account=account,
+                user=text(row.get("User")),
+                cluster=text(row.get("Cluster")),
+                partition=text(row.get("Partition")),
+                share=text(row.get("Share")),
+                qos=split_list(row.get("QOS")),
+                default_qos=text(row.get("Def QOS")),
+                max_jobs=to_int(row.get("MaxJobs")),
+                max_submit=to_int(row.get("MaxSubmit")),
+                max_tres=text(row.get("MaxTRES")),
+                grp_tres=text(row.get("GrpTRES")),
+                grp_jobs=to_int(row.get("GrpJobs")),
+                max_wall_min=parse_duration_min(row.get("MaxWall")),
             )
         )
     return out

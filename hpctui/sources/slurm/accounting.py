@@ -1,0 +1,182 @@
+"""On-demand accounting view: fair-share (``sshare``), QoS limits and associations (``sacctmgr``).
+
+Not part of the periodic refresh: the UI asks for it when a user or account is selected.
+Always read with the CLI (whatever the refresh backend is), three calls run concurrently:
+
+* ``sshare -P -l -a [-u USER] [-A ACCOUNT]`` - answered by slurmctld from its association cache;
+* ``sacctmgr -P show qos format=...`` - answered by slurmdbd;
+* ``sacctmgr -P show assoc where user=USER account=ACCOUNT format=...`` - slurmdbd, only when a
+  user or an account is given (all associations of a big site is not "cheap").
+
+Without accounting (``AccountingStorageType`` not slurmdbd) sacctmgr refuses ("You are not running
+a supported accounting_storage plugin") and sshare prints only its header: the result is
+``available=False`` with a ``detail`` saying why - never an exception. Names are validated before
+they go into an argv: :func:`check_name` raises ``ValueError`` for anything odd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+
+import msgspec
+
+from hpctui.sources.slurm import parse
+from hpctui.sources.slurm.backend import looks_unreachable
+from hpctui.sources.slurm.parse import Association, FairShare, QosLimits
+from hpctui.sources.slurm.runner import CommandError, Runner, RunResult
+
+QOS_FORMAT = "Name,Priority,MaxWall,MaxJobsPU,MaxSubmitPU,MaxTRESPU,MaxTRES,GrpTRES,MaxJobsPA"
+ASSOC_FORMAT = "Cluster,Account,User,Partition,Share,QOS,DefaultQOS,MaxJobs,MaxSubmit,MaxTRES,GrpTRES,GrpJobs,MaxWall"
+
+# POSIX-ish user names (plus '@' for directory users) and Slurm account names. The first
+# character may not be '-' (it would read as an option); no ',' (a list), '=' or spaces
+# (sacctmgr "where" syntax), no shell or glob characters.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")
+
+_NOT_SLURMDBD = "not running a supported accounting_storage plugin"
+_DB_DOWN = ("problem talking to the database", "unable to connect to database", "persistinit", "timed out")
+
+ABSENT = "accounting is not enabled on this cluster (AccountingStorageType is not accounting_storage/slurmdbd)"
+
+
+class AccountingInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """Fair-share rows, QoS limits and associations for one user and/or account."""
+
+    available: bool
+    user: str | None = None
+    account: str | None = None
+    fairshare: list[FairShare] = msgspec.field(default_factory=list)  # sshare tree order
+    qos: list[QosLimits] = msgspec.field(default_factory=list)  # every QoS of the cluster
+    associations: list[Association] = msgspec.field(default_factory=list)  # only with user/account
+    detail: str | None = None  # why unavailable, or what part is missing
+    notes: list[str] = msgspec.field(default_factory=list)  # e.g. "read with the CLI (backend is rest)"
+    commands: list[str] = msgspec.field(default_factory=list)  # what ran, shell-quoted
+    duration_s: float = 0.0
+
+    def qos_named(self, name: str) -> QosLimits | None:
+        return next((q for q in self.qos if q.name == name), None)
+
+
+def check_name(value: str | None, what: str) -> str | None:
+    """``value`` if it is a plausible Slurm user/account name (or None); else ``ValueError``."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(f"invalid {what} name {value!r}: letters, digits, '_', '.', '-', '@' only, "
+                         "not starting with '-', at most 64 characters")
+    return value
+
+
+def argvs(user: str | None, account: str | None) -> dict[str, list[str]]:
+    """The commands one query runs (names must already be checked)."""
+    share = ["sshare", "-P", "-l", "-a"]
+    if user:
+        share += ["-u", user]
+    if account:
+        share += ["-A", account]
+    out = {"sshare": share, "qos": ["sacctmgr", "-P", "show", "qos", f"format={QOS_FORMAT}"]}
+    if user or account:
+        where = [f"user={user}"] * bool(user) + [f"account={account}"] * bool(account)
+        out["assoc"] = ["sacctmgr", "-P", "show", "assoc", "where", *where, f"format={ASSOC_FORMAT}"]
+    return out
+
+
+async def _run(runner: Runner, argv: list[str]) -> RunResult | str:
+    try:
+        return await runner.run(argv)
+    except CommandError as exc:
+        return str(exc)
+
+
+def _failure(res: RunResult | str) -> str | None:
+    """None if the command succeeded, else one line of why."""
+    if isinstance(res, str):
+        return res
+    if res.ok:
+        return None
+    return res.message or f"{res.argv[0]} exit status {res.rc}"
+
+
+def _explain(tool: str, why: str) -> str:
+    """sshare talks to slurmctld, sacctmgr to slurmdbd: name the daemon that did not answer."""
+    low = why.lower()
+    if tool.startswith("sacctmgr") and (looks_unreachable(why) or any(m in low for m in _DB_DOWN)):
+        return f"slurmdbd unreachable ({tool}): {why}"
+    if looks_unreachable(why):
+        return f"slurmctld unreachable ({tool}): {why}"
+    return f"{tool} failed: {why}"
+
+
+async def query_accounting(runner: Runner, user: str | None = None, account: str | None = None,
+                           *, notes: list[str] | None = None) -> AccountingInfo:
+    """Run the accounting commands and map every failure to ``available=False`` / ``detail``."""
+    user = check_name(user, "user")
+    account = check_name(account, "account")
+    cmds = argvs(user, account)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    keys = list(cmds)
+    results = dict(zip(keys, await asyncio.gather(*(_run(runner, cmds[k]) for k in keys)), strict=True))
+    took = loop.time() - started
+
+    def result(available: bool, detail: str | None, fairshare: list[FairShare] | None = None,
+               qos: list[QosLimits] | None = None, associations: list[Association] | None = None) -> AccountingInfo:
+        return AccountingInfo(available=available, user=user, account=account, fairshare=fairshare or [],
+                              qos=qos or [], associations=associations or [], detail=detail,
+                              notes=list(notes or []), commands=[shlex.join(a) for a in cmds.values()],
+                              duration_s=took)
+
+    qos_fail = _failure(results["qos"])
+    if qos_fail is not None and _NOT_SLURMDBD in qos_fail.lower():
+        return result(False, ABSENT)
+
+    problems: list[str] = []
+    fairshare: list[FairShare] = []
+    share_fail = _failure(results["sshare"])
+    if share_fail is None:
+        try:
+            fairshare = parse.parse_sshare_text(_stdout(results["sshare"]))
+        except parse.SlurmParseError as exc:
+            share_fail = str(exc)
+            problems.append(f"sshare output unreadable: {exc}")
+    else:
+        problems.append(_explain("sshare", share_fail))
+
+    qos: list[QosLimits] = []
+    if qos_fail is None:
+        try:
+            qos = parse.parse_sacctmgr_qos_text(_stdout(results["qos"]))
+        except parse.SlurmParseError as exc:
+            qos_fail = str(exc)
+            problems.append(f"sacctmgr qos output unreadable: {exc}")
+    else:
+        problems.append(_explain("sacctmgr show qos", qos_fail))
+
+    associations: list[Association] = []
+    if "assoc" in results:
+        assoc_fail = _failure(results["assoc"])
+        if assoc_fail is None:
+            try:
+                associations = parse.parse_sacctmgr_assoc_text(_stdout(results["assoc"]))
+            except parse.SlurmParseError as exc:
+                problems.append(f"sacctmgr assoc output unreadable: {exc}")
+        elif qos_fail is None or assoc_fail != qos_fail:
+            problems.append(_explain("sacctmgr show assoc", assoc_fail))
+
+    if share_fail is not None and qos_fail is not None:
+        return result(False, "; ".join(problems))
+    if share_fail is None and not fairshare and qos_fail is not None:
+        # header-only sshare + no slurmdbd answer: nothing to show (accounting absent or down)
+        return result(False, "; ".join(problems) or ABSENT)
+    if (user or account) and share_fail is None and not any(
+            (user is None or r.user == user) and (account is None or r.account == account) for r in fairshare):
+        who = " in ".join(x for x in (f"user {user}" if user else "", f"account {account}" if account else "") if x)
+        problems.append(f"no fair-share row for {who} (no such association?)")
+    return result(True, "; ".join(problems) or None, fairshare, qos, associations)
+
+
+def _stdout(res: RunResult | str) -> str:
+    assert not isinstance(res, str)
+    return res.stdout.decode(errors="replace")
