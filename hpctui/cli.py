@@ -110,7 +110,10 @@ def run_app(argv: Sequence[str]) -> int:
         runtime = _runtime(args, read_only=read_only, theme=args.theme)
         from hpctui.ui.themes import ThemeError, load_themes
 
-        themes = load_themes()
+        theme_errors: list[str] = []
+        themes = load_themes(errors=theme_errors)
+        if theme_errors:  # a broken theme file is a configuration error, not something to guess around
+            raise ThemeError(theme_errors[0])
     except ConfigError as exc:
         sys.stderr.write(f"hpctui: {exc}\n")
         return EXIT_USAGE
