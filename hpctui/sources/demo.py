@@ -101,7 +101,7 @@ class DemoSource:
         names = list(dict.fromkeys(names))
         reason = params.get("reason", "").strip()
         if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES) and not reason:
-            errors.append("You must specify a reason when DOWNING or DRAINING a node")
+            errors.append(f"{kind.value} needs a reason")  # same words as the executor's check
         hl = collect(names) if names else ""
         commands: tuple[str, ...] = ()
         if names:
