@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install exactly what the live Slurm test bed (tests/testbed/slurm/cluster.sh) needs.
 # Idempotent; Debian 12 (slurm-wlm 22.05). Called by .ci/run.
+# slurmdbd + mariadb-server: the bed turns on accounting (fair-share, QoS) when both are there.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-PKGS="slurm-wlm slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin curl"
+PKGS="slurm-wlm slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin slurmdbd mariadb-server curl"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -21,6 +21,7 @@ from hpctui.sources.slurm.parse import (
     normalize_node_state,
     parse_gres,
     parse_gres_used,
+    parse_sacctmgr_assoc_text,
     parse_sacctmgr_qos_text,
     parse_scontrol_jobs,
     parse_scontrol_nodes,
@@ -113,6 +114,43 @@ def test_sdiag_sshare_qos() -> None:
     assert qos["high"].max_wall_min == 1440 and qos["low"].max_jobs_per_user == 2 and qos["normal"].priority == 100
     q = parse_sacctmgr_qos_text("Name|MaxTRESPU\ngpu|cpu=64,gres/gpu=8\n")[0]
     assert q.max_gpus_per_user == 8
+
+
+
+def test_sshare_long_parsable_with_accounting() -> None:
+    """``sshare -P -l -a`` from the bed with accounting: indentation kept, -l columns read."""
+    rows = parse_sshare_text(txt("cli_sshare_Pl.txt"))
+    assert [(r.account, r.user, r.depth) for r in rows] == [
+        ("root", None, 0), ("root", "root", 1), ("ml", None, 1), ("ml", "alice", 2), ("ml", "root", 2),
+        ("physics", None, 1), ("physics", "alice", 2), ("physics", "bob", 2), ("physics", "root", 2)]
+    by = {(r.account, r.user): r for r in rows}
+    assert by[("ml", None)].raw_shares == 60 and by[("physics", None)].norm_shares == pytest.approx(0.39604)
+    alice = by[("physics", "alice")]
+    assert (alice.raw_shares, alice.raw_usage, alice.fairshare, alice.norm_usage) == (30, 7, 1.0, 0.0)
+    assert alice.level_fs == float("inf") and by[("root", None)].level_fs is None
+    assert by[("physics", "bob")].norm_shares == pytest.approx(0.272727)
+    one = parse_sshare_text(txt("cli_sshare_Pl_user_alice.txt"))  # -u alice: her rows + parent accounts
+    assert [(r.account, r.user) for r in one if r.user] == [("ml", "alice"), ("physics", "alice")]
+    assert parse_sshare_text("Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare\n") == []
+
+
+def test_sacctmgr_qos_limits_and_assoc() -> None:
+    qos = {q.name: q for q in parse_sacctmgr_qos_text(txt("cli_sacctmgr_qos_limits.txt"))}
+    g = qos["gpu-limited"]
+    assert (g.priority, g.max_wall_min, g.max_jobs_per_user, g.max_submit_per_user) == (50, 720, 2, 10)
+    assert (g.max_tres_per_user, g.max_gpus_per_user) == ("gres/gpu=4", 4)
+    assert qos["normal"].max_jobs_per_user is None and qos["normal"].max_gpus_per_user is None
+    assoc = parse_sacctmgr_assoc_text(txt("cli_sacctmgr_assoc_alice.txt"))
+    assert [(a.account, a.user, a.share, a.max_jobs) for a in assoc] == [
+        ("physics", "alice", "30", 10), ("ml", "alice", "30", 10)]
+    assert assoc[0].qos == ("gpu-limited", "normal") and assoc[0].default_qos == "normal"
+    assert assoc[0].cluster == "hpctuilab" and assoc[0].partition is None and assoc[0].max_submit is None
+    old = parse_sacctmgr_assoc_text(txt("cli_sacctmgr_assoc.txt"))  # 22.05 sample, fewer columns
+    assert old[0].account == "root" and old[0].user is None and old[6].qos == ("low", "normal")
+    with pytest.raises(SlurmParseError, match="Account"):
+        parse_sacctmgr_assoc_text("Cluster|Account|User\nc1||alice\n")
+    with pytest.raises(SlurmParseError, match="fields"):
+        parse_sacctmgr_assoc_text("Cluster|Account|User\nc1\n")
 
 
 @pytest.mark.parametrize(

@@ -173,12 +173,13 @@ start_db() {  # $1=1: fresh cluster (empty accounting db). Private MariaDB on 12
           --auth-root-authentication-method=socket --skip-test-db >"$LOG/mariadb-install.log" 2>&1 \
         || { log "mariadb-install-db failed"; tail -20 "$LOG/mariadb-install.log" >&2; return 1; }
     fi
-    # --user=mysql: mariadbd drops root itself (exec, no fork), so $! is its own pid
+    # --user=mysql: mariadbd drops root itself (exec, no fork), so $! is its own pid.
+    # Throwaway data: no doublewrite, lazy log flush, fast shutdown (~2 s less at stop).
     setsid /usr/sbin/mariadbd --no-defaults --user=mysql --datadir="$LAB/mysql" \
         --socket="$DBRUN/mysqld.sock" --bind-address=127.0.0.1 --port="$DB_PORT" \
         --pid-file="$DBRUN/mariadbd.pid" --log-error="$DBRUN/mariadb.err" \
         --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 \
-        --innodb-doublewrite=0 --skip-log-bin --performance-schema=OFF \
+        --innodb-doublewrite=0 --innodb-fast-shutdown=2 --skip-log-bin --performance-schema=OFF \
         >"$LOG/mariadb.out" 2>&1 </dev/null &
     echo $! > "$RUN/mariadbd.fg.pid"
     local ok=0
@@ -234,8 +235,8 @@ modify qos normal set Priority=100
 add qos gpu-limited Priority=50 MaxJobsPerUser=2 MaxSubmitJobsPerUser=10 MaxTRESPerUser=gres/gpu=4 MaxWall=12:00:00
 modify user where name=root,alice set QOS=normal,gpu-limited DefaultQOS=normal
 SEED
-  sacctmgr -n -P show qos gpu-limited format=MaxTRESPU | grep -q 'gpu=4' \
-    && sacctmgr -n -P show assoc where user=alice format=qos | grep -q gpu-limited \
+  # (the user modification fails unless the QoS was added; the live tests check its limits)
+  sacctmgr -n -P show assoc where user=alice format=qos | grep -q gpu-limited \
     || { log "seeding QoS failed:"; cat "$LOG/sacctmgr-seed.log" >&2; return 1; }
 }
 
@@ -342,14 +343,16 @@ case "${1:-}" in
     T0=$(now)
     alive "$RUN/slurmctld.fg.pid" && { cancel_all || log "jobs still running at stop"; }
     T1=$(now)
-    for f in "$RUN"/slurmrestd*.fg.pid "$RUN"/slurmd.*.fg.pid "$RUN/slurmctld.fg.pid"; do
+    # slurmdbd together with slurmctld: the last job records it would miss die with the bed anyway
+    for f in "$RUN"/slurmrestd*.fg.pid "$RUN"/slurmd.*.fg.pid "$RUN/slurmctld.fg.pid" "$RUN/slurmdbd.fg.pid"; do
       [ -e "$f" ] && stop_pidfile "$f" &
     done
     wait
-    # slurmdbd after slurmctld (the controller sends it the last job records), then MariaDB + munged
-    stop_pidfile "$RUN/slurmdbd.fg.pid"
+    T2=$(now)
+    # MariaDB only once slurmdbd is gone (it would log lost connections and retry)
     stop_pidfile "$RUN/mariadbd.fg.pid" 30 & stop_pidfile "$RUN/munged.pid" &
     wait
+    log "slurm daemons stopped in $(dt "$T1" "$T2")s, mariadbd/munged in $(since "$T2")s"
     rm -f "$RUN/slurmrestd.sock" "$RUN/keep-state"
     log "jobs cancelled in $(dt "$T0" "$T1")s, down in $(since "$T0")s"
     ;;

@@ -131,11 +131,16 @@ class SlurmLab:
 
     def kill_ctld(self) -> None:
         """SIGKILL slurmctld by its recorded pid (a crash, not a clean shutdown)."""
-        pid = self.pid("slurmctld")
-        assert pid is not None, "no slurmctld pid"
+        self.kill_daemon("slurmctld")
+
+    def kill_daemon(self, daemon: str) -> None:
+        """SIGKILL one daemon of this bed (slurmctld, slurmdbd, ...) by its recorded pid;
+        ``start()`` brings the missing ones back, keeping config, state and accounting data."""
+        pid = self.pid(daemon)
+        assert pid is not None, f"no {daemon} pid"
         os.kill(pid, signal.SIGKILL)
         for _ in range(100):
-            if not self.pid_alive("slurmctld"):
+            if not self.pid_alive(daemon):
                 return
             time.sleep(0.05)
 
