@@ -174,6 +174,18 @@ class SlurmLab:
             time.sleep(0.1)
         raise AssertionError(f"job {job} never reached {state} (last: {seen!r})")
 
+    def wait_reason(self, job: str, timeout: float = 20) -> str:
+        """Wait until the scheduler has given a pending job a reason (multifactor priority
+        leaves it at "None" until the next scheduling pass)."""
+        deadline = time.monotonic() + timeout
+        reason = ""
+        while time.monotonic() < deadline:
+            reason = self.run("squeue", "-h", "-j", job, "-o", "%r", check=False).stdout.strip()
+            if reason and reason != "None":
+                return reason
+            time.sleep(0.2)
+        raise AssertionError(f"job {job} got no pending reason (last: {reason!r})")
+
     def token(self, lifespan: int = 600, user: str = "root") -> str:
         out = self.run("scontrol", "token", f"username={user}", f"lifespan={lifespan}").stdout.strip()
         return out.removeprefix("SLURM_JWT=")
@@ -198,4 +210,5 @@ def scenario(lab: SlurmLab) -> dict[str, str]:
     ids["big"] = lab.sbatch("-p", "gpu", "-N", "2", "--gres=gpu:h100:8", "-J", "needs-16-h100")
     lab.wait_state(ids["gpu"], "RUNNING")
     lab.wait_state(f"{ids['array']}_0", "RUNNING")
+    lab.wait_reason(ids["big"])
     return ids
