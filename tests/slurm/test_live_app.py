@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from slurmlab import SlurmLab
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Static
 
 from hpctui.config import load_config
 from hpctui.runtime import Runtime, runtime_from_config
@@ -178,3 +178,28 @@ async def test_dead_controller_costs_a_stale_marker_not_the_ui(lab: SlurmLab, tm
         runtime.refresh_now()
         await wait_for(pilot, lambda: "slurm ✓" in status(), 60, "Slurm recovering by itself")
         await wait_for(pilot, lambda: "✗" not in str(queue_pane.border_title), 10, "stale marker gone")
+
+
+async def test_job_detail_shows_real_fairshare_and_qos(lab: SlurmLab, tmp_path: Path) -> None:
+    if not lab.accounting:
+        pytest.fail("the Slurm bed runs without accounting") if os.environ.get("CI") == "true" else pytest.skip(
+            "no accounting in this bed")
+    jid = lab.sbatch("-p", "cpu", "-n", "1", "-J", "fairshare-probe")
+    lab.wait_state(jid, "RUNNING")
+    runtime = runtime_for(write_config(tmp_path, lab))
+    app = HpcApp(runtime)
+    async with app.run_test(size=(160, 50)) as pilot:
+        queue = app.screen.query_one("#queue", QueueTable)
+        await wait_for(pilot, lambda: any(str(j.job_id) == jid for j in runtime.store.snapshot().jobs), 20, "job")
+        queue.focus()
+        queue.set_filter(jid)
+        await wait_for(pilot, lambda: queue.cursor_key == jid, 10, "job under the cursor")
+        await pilot.press("enter")
+        from hpctui.ui.screens.job_detail import JobDetailScreen
+
+        await wait_for(pilot, lambda: isinstance(app.screen, JobDetailScreen), 5, "job detail")
+        body = app.screen.query_one("#job-accounting", Static)
+        await wait_for(pilot, lambda: "Fair-share" in str(body.render()), 20, "fair-share rows")
+        text = str(body.render())
+        assert "ml" in text and "root" in text, text
+        assert "QoS" in text and "normal" in text, text

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from hpctui.model import SlurmJob
+from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
 
@@ -94,9 +95,8 @@ class JobDetailScreen(ModalScreen[None]):
                 yield Static("", id="job-accounting")
 
     def on_mount(self) -> None:
-        if getattr(self.runtime, "accounting", None) is not None:
-            self.query_one("#job-accounting", Static).update(Content("fair-share / QoS: loading…"))
-            self._load_accounting()
+        self.query_one("#job-accounting", Static).update(Content("fair-share / QoS: loading…"))
+        self._load_accounting()
 
     @work(exclusive=True, group="accounting", description="accounting")
     async def _load_accounting(self) -> None:
@@ -112,28 +112,23 @@ class JobDetailScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def accounting_lines(info: object, job: SlurmJob) -> Content:
-    """Fair-share rows for the job's user/account and the QoS limits that apply."""
+def accounting_lines(info: AccountingInfo | None, job: SlurmJob) -> Content:
+    """Fair-share rows for the job's user/account and the QoS limits that apply to it."""
     if info is None:
         return Content("fair-share / QoS: no source provides accounting")
-    if not getattr(info, "available", False):
-        return Content(f"fair-share / QoS: not available ({getattr(info, 'detail', None) or 'no accounting'})")
-    lines = [Content.assemble(("Fair-share", "bold underline"))]
-    for row in getattr(info, "fairshare", [])[:10]:
+    if not info.available:
+        return Content(f"fair-share / QoS: not available ({info.detail or 'no accounting'})")
+    lines = [Content.assemble(("Fair-share", "bold underline"), f"  (sshare for {job.user} / {job.account})")]
+    for row in info.fairshare[:10]:
         lines.append(Content(
-            f"  {getattr(row, 'account', '') or '-':<12} {getattr(row, 'user', '') or '-':<10} "
-            f"shares {num(getattr(row, 'norm_shares', None), '{:.3f}')}  usage "
-            f"{num(getattr(row, 'effective_usage', None), '{:.3f}')}  fairshare "
-            f"{num(getattr(row, 'fairshare', None), '{:.3f}')}"))
-    qos_rows = [q for q in getattr(info, "qos", []) if not job.qos or getattr(q, "name", None) == job.qos]
-    lines.append(Content.assemble(("QoS", "bold underline"), f"  {job.qos or ''}"))
-    for q in qos_rows[:6]:
-        limits = {k: v for k, v in msgspec_fields(q).items() if v not in (None, "", 0) and k != "name"}
-        lines.append(Content(f"  {getattr(q, 'name', '?')}: " + (", ".join(f"{k}={v}" for k, v in limits.items())
-                                                                 or "no limits")))
+            f"  {'  ' * row.depth}{row.account:<12} {row.user or '-':<10} shares {num(row.norm_shares, '{:.3f}')}"
+            f"  usage {num(row.effective_usage, '{:.3f}')}  fairshare {num(row.fairshare, '{:.3f}')}"))
+    qos = info.qos_named(job.qos) if job.qos else None
+    lines.append(Content.assemble(("QoS", "bold underline"), f"  {job.qos or NA_TEXT}"))
+    if qos is not None:
+        limits = {name: getattr(qos, name) for name in qos.__struct_fields__ if name != "name"}
+        shown = ", ".join(f"{k}={v}" for k, v in limits.items() if v is not None)
+        lines.append(Content(f"  {shown or 'no limits'}"))
+    if info.detail:
+        lines.append(Content.assemble(("  " + info.detail, "$warning")))
     return Content("\n").join(lines)
-
-
-def msgspec_fields(obj: object) -> dict[str, object]:
-    names = getattr(obj, "__struct_fields__", ())
-    return {n: getattr(obj, n) for n in names}
