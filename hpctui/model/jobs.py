@@ -34,12 +34,17 @@ class SlurmJob(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def display_id(self) -> str:
-        """``1234_7`` for array tasks, ``1234_[4-9]`` for pending array remainders."""
-        if self.array_job_id is not None and self.array_task_id is not None:
-            return f"{self.array_job_id}_{self.array_task_id}"
-        if self.array_job_id is not None and self.array_task_str:
-            return f"{self.array_job_id}_[{self.array_task_str}]"
-        return str(self.job_id)
+        return job_display_id(self.job_id, self.array_job_id, self.array_task_id, self.array_task_str)
+
+
+def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | None,
+                   array_task_str: str | None) -> str:
+    """``1234_7`` for array tasks, ``1234_[4-9]`` for pending array remainders, as squeue prints."""
+    if array_job_id is not None and array_task_id is not None:
+        return f"{array_job_id}_{array_task_id}"
+    if array_job_id is not None and array_task_str:
+        return f"{array_job_id}_[{array_task_str}]"
+    return str(job_id)
 
 
 class Pod(msgspec.Struct, frozen=True, kw_only=True):

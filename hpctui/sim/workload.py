@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from hpctui.model import SlurmJob
 from hpctui.model.hostlist import collect
+from hpctui.model.jobs import job_display_id
 from hpctui.sim.topology import NodeSpec, Topology
 
 USERS = (("alice", "ml-research"), ("bob", "physics"), ("carol", "vision"), ("dave", "nlp"),
@@ -83,11 +84,7 @@ class SimJob:
 
     @property
     def display_id(self) -> str:
-        if self.array_job_id is not None and self.array_task_id is not None:
-            return f"{self.array_job_id}_{self.array_task_id}"
-        if self.array_job_id is not None and self.array_task_str:
-            return f"{self.array_job_id}_[{self.array_task_str}]"
-        return str(self.job_id)
+        return job_display_id(self.job_id, self.array_job_id, self.array_task_id, self.array_task_str)
 
     def to_struct(self) -> SlurmJob:
         if self.cached is None:

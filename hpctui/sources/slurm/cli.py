@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Callable
+from typing import TypeVar
 
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
@@ -19,6 +21,8 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS
 from hpctui.sources.slurm.backend import Collected, looks_unreachable
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
+
+T = TypeVar("T")
 
 _JOB_VERB = {
     ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
@@ -85,35 +89,29 @@ class CliBackend:
         self._check(res)
         return "text", res
 
-    async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
-        text_argv = ["scontrol", "-o", "show", "nodes"]
-        form, res = await self._json_or_text("sinfo", ["sinfo", "--json"], text_argv, warnings)
+    async def _read_json_or_text(self, tool: str, text_argv: list[str], warnings: list[str],
+                                 from_json: Callable[[bytes], T], from_text: Callable[[str], T], what: str) -> T:
+        """``<tool> --json`` parsed typed; on a missing flag or an unreadable document, the text form."""
+        form, res = await self._json_or_text(tool, [tool, "--json"], text_argv, warnings)
         if form == "json":
             try:
-                return parse.parse_nodes_json(res.stdout)
+                return from_json(res.stdout)
             except parse.SlurmParseError as exc:
-                warnings.append(f"sinfo --json unreadable ({exc}); used scontrol text")
+                warnings.append(f"{tool} --json unreadable ({exc}); used {text_argv[0]} text")
                 res = await self._run(text_argv)
                 self._check(res)
         try:
-            return parse.parse_scontrol_nodes(res.stdout.decode(errors="replace"))
+            return from_text(res.stdout.decode(errors="replace"))
         except parse.SlurmParseError as exc:
-            raise SourceError(f"cannot read Slurm nodes: {exc}") from exc
+            raise SourceError(f"cannot read Slurm {what}: {exc}") from exc
+
+    async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
+        return await self._read_json_or_text("sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
+                                             parse.parse_nodes_json, parse.parse_scontrol_nodes, "nodes")
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
-        text_argv = ["squeue", "-h", "-o", parse.SQUEUE_FORMAT]
-        form, res = await self._json_or_text("squeue", ["squeue", "--json"], text_argv, warnings)
-        if form == "json":
-            try:
-                return parse.parse_jobs_json(res.stdout)
-            except parse.SlurmParseError as exc:
-                warnings.append(f"squeue --json unreadable ({exc}); used squeue text")
-                res = await self._run(text_argv)
-                self._check(res)
-        try:
-            return parse.parse_squeue_text(res.stdout.decode(errors="replace"))
-        except parse.SlurmParseError as exc:
-            raise SourceError(f"cannot read Slurm jobs: {exc}") from exc
+        return await self._read_json_or_text("squeue", ["squeue", "-h", "-o", parse.SQUEUE_FORMAT], warnings,
+                                             parse.parse_jobs_json, parse.parse_squeue_text, "jobs")
 
     async def read_controller(self, warnings: list[str]) -> ControllerHealth:
         res = await self._run(["sdiag"])
