@@ -48,6 +48,8 @@ NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("node.drain", "d", ActionKind.DRAIN_NODES, "Drain", "heatmap"),
     _act("node.resume", "u", ActionKind.RESUME_NODES, "Resume", "heatmap"),
     _act("node.reboot", "b", ActionKind.REBOOT_NODES, "Reboot", "heatmap"),
+    KeySpec("node.cancel_reboot", "B", "request_action('cancel_reboot')", "Cancel reboot", "heatmap",
+            kind=ActionKind.CANCEL_REBOOT, show=False),
     _act("node.cordon", "c", ActionKind.CORDON_NODES, "Cordon", "heatmap"),
     _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
 )

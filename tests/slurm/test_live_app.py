@@ -203,3 +203,46 @@ async def test_job_detail_shows_real_fairshare_and_qos(lab: SlurmLab, tmp_path: 
         text = str(body.render())
         assert "ml" in text and "root" in text, text
         assert "QoS" in text and "normal" in text, text
+
+
+async def test_hold_release_cancel_and_reboot_from_the_ui(lab: SlurmLab, tmp_path: Path) -> None:
+    running = lab.sbatch("-p", "gpu", "-w", "gpu04", "--gres=gpu:a100:1", "-J", "ui-reboot-victim")
+    lab.wait_state(running, "RUNNING")
+    pending = lab.sbatch("-p", "gpu", "-w", "gpu04", "--gres=gpu:a100:4", "-J", "ui-pending")
+    runtime = runtime_for(write_config(tmp_path, lab))
+    app = HpcApp(runtime)
+
+    def job_state(jid: str) -> tuple[str, str | None] | None:
+        job = next((j for j in runtime.store.snapshot().jobs if str(j.job_id) == jid), None)
+        return None if job is None else (job.state, job.reason)
+
+    async with app.run_test(size=(160, 50)) as pilot:
+        queue = app.screen.query_one("#queue", QueueTable)
+        await wait_for(pilot, lambda: job_state(pending) is not None, 20, "pending job")
+        queue.focus()
+        queue.set_filter(pending)
+        await wait_for(pilot, lambda: queue.cursor_key == pending, 10, "pending job under the cursor")
+        held = ("JobHeldUser", "JobHeldAdmin")  # root's hold is an admin hold
+        for key, check in (("h", lambda s: s is not None and s[1] in held),
+                           ("l", lambda s: s is not None and s[1] not in held),
+                           ("x", lambda s: s is None or s[0] in ("CANCELLED", "COMPLETING"))):
+            dialog = await run_dialog(app, pilot, key)
+            assert dialog.result is not None and dialog.result.ok, (key, dialog.result)
+            await pilot.press("escape")
+            runtime.refresh_now()
+            await wait_for(pilot, lambda c=check: c(job_state(pending)), 20, f"effect of {key}")  # type: ignore[misc]
+
+        heatmap = app.screen.query_one(NodeHeatmap)
+        heatmap.focus()
+        assert heatmap.select("gpu04")
+        dialog = await run_dialog(app, pilot, "b", reason="firmware update")
+        assert dialog.result is not None and dialog.result.ok, dialog.result
+        assert any("reboot" in c and "ASAP" in c for c in dialog.plan.commands), dialog.plan.commands
+        await pilot.press("escape")
+        assert "REBOOT" in node_line(lab, "gpu04").upper() or "Reboot ASAP" in node_line(lab, "gpu04")
+        dialog = await run_dialog(app, pilot, "B")
+        assert dialog.result is not None and dialog.result.ok, dialog.result
+        await pilot.press("escape")
+        line = node_line(lab, "gpu04")
+        assert "REBOOT_REQUESTED" not in line, line
+    assert job_state(running) is not None

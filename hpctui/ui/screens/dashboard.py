@@ -64,9 +64,12 @@ class DashboardScreen(Screen[None]):
 
     # -- data down ------------------------------------------------------------
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        panes = self.query(HeatmapPane)
+        if not panes:  # a poll finished while the app shuts down and the panes are gone
+            return
         self.snapshot = snapshot
         self.heatmap.update_snapshot(snapshot)
-        self.query_one(HeatmapPane).update_title()
+        panes.first().update_title()
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
         now = self.runtime.clock()
