@@ -89,8 +89,15 @@ class HpcApp(App[None]):
         self._pending = False
         self.refresh_from_store()
 
+    @property
+    def shutting_down(self) -> bool:
+        """True once Textual has begun tearing screens down; a poll may still finish then."""
+        return not self.is_running
+
     def refresh_from_store(self) -> bool:
         """Draw the store's latest snapshot unless it was drawn already; True if drawn."""
+        if self.shutting_down:
+            return False
         store = self.runtime.store
         if store.version == self._drawn_version:
             return False

@@ -64,12 +64,9 @@ class DashboardScreen(Screen[None]):
 
     # -- data down ------------------------------------------------------------
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        panes = self.query(HeatmapPane)
-        if not panes:  # a poll finished while the app shuts down and the panes are gone
-            return
         self.snapshot = snapshot
         self.heatmap.update_snapshot(snapshot)
-        panes.first().update_title()
+        self.query_one(HeatmapPane).update_title()
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
         now = self.runtime.clock()
@@ -84,14 +81,13 @@ class DashboardScreen(Screen[None]):
         self.update_status()
 
     def update_status(self) -> None:
-        lines = self.query(StatusLine)
-        if self.snapshot is None or not lines:  # the 1 s timer can fire while the screen is torn down
+        if self.snapshot is None or getattr(self.app, "shutting_down", False):
             return
         rt = self.runtime
         intervals = {s.name: s.interval_s for s in rt.sources}
         content = status_content(self.snapshot.cluster, self.snapshot.sources, rt.clock(), intervals,
                                  rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall)
-        lines.first().show(content)
+        self.query_one(StatusLine).show(content)
         now = rt.clock()
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now)
