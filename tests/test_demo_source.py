@@ -261,3 +261,18 @@ async def test_big_demo_collects_in_thread() -> None:
     src = DemoSource(size=2048, clock=Clock())
     r = await src.collect()
     assert r.gpus is not None and len(r.gpus) == 2048
+
+
+async def test_demo_accounting_follows_running_gpus() -> None:
+    from hpctui.sources.demo import DemoSource
+
+    src = DemoSource(size=64, seed=1, clock=lambda: 1000.0, start_time=1000.0)
+    await src.collect()
+    info = await src.accounting(user="alice", account=None)
+    assert info.available and info.qos_named("low") is not None
+    rows = [r for r in info.fairshare if r.user == "alice"]
+    assert rows and all(r.fairshare is not None and 0 < r.fairshare <= 1 for r in rows)
+    running = sum(j.gpus_per_node * j.num_nodes for j in src.sim.workload.jobs.values()
+                  if j.state == "RUNNING" and j.user == "alice")
+    assert sum(r.raw_usage or 0 for r in rows) == running * 3600
+    assert all(r.user in (None, "alice") for r in info.fairshare)

@@ -16,7 +16,9 @@ from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResul
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.sim import SimCluster
+from hpctui.sim.accounting import demo_accounting
 from hpctui.sim.workload import SimJob
+from hpctui.sources.slurm.accounting import AccountingInfo
 
 NOTE = "demo cluster: nothing real is touched"
 SUPPORTED = frozenset({
@@ -64,6 +66,15 @@ class DemoSource:
 
     async def close(self) -> None:
         return None
+
+    async def accounting(self, user: str | None = None, account: str | None = None) -> AccountingInfo:
+        """Simulated sshare/sacctmgr answers (usage = GPUs each user runs now)."""
+        with self._lock:
+            usage: dict[str, int] = {}
+            for job in self.sim.workload.jobs.values():
+                if job.state == "RUNNING":
+                    usage[job.user] = usage.get(job.user, 0) + job.gpus_per_node * job.num_nodes
+        return demo_accounting(user, account, usage)
 
     # -- ActionBackend ----------------------------------------------------------------
     @property
