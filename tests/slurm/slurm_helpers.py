@@ -60,7 +60,14 @@ async def poll(src: SlurmSource, pred: Callable[[SourceResult], bool], timeout: 
     """Re-read through the source until ``pred`` holds (Slurm acts asynchronously)."""
     deadline = time.monotonic() + timeout
     last = await src.collect()
-    while not pred(last):
+
+    def holds(result: SourceResult) -> bool:
+        try:
+            return pred(result)
+        except AttributeError:  # the job is missing from this read (e.g. mid-requeue): not yet
+            return False
+
+    while not holds(last):
         if time.monotonic() > deadline:
             raise AssertionError("condition never held; last read: "
                                  + repr({n: i.display_state for n, i in (last.slurm_nodes or {}).items()})
