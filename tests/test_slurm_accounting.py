@@ -180,10 +180,11 @@ def test_rest_backend_note(bed: Path) -> None:
 
 def test_runtime_finds_the_slurm_source(bed: Path, tmp_path: Path) -> None:
     demo = DemoSource(size=4)
-    rt = Runtime("c", [demo, src(bed)], audit_path=tmp_path / "a.jsonl")
+    rt = Runtime("c", [src(bed), demo], audit_path=tmp_path / "a.jsonl")
     info = run(rt.accounting("alice", None))
     assert isinstance(info, AccountingInfo) and info.available and info.user == "alice"
-    assert run(Runtime("d", [demo], audit_path=tmp_path / "b.jsonl").accounting("alice", None)) is None
+    assert "demo cluster: simulated fair-share" not in info.notes, "the first source that can answer does"
+    assert run(Runtime("d", [], audit_path=tmp_path / "b.jsonl").accounting("alice", None)) is None
 
 
 def test_accounting_calls_do_not_count_as_refresh_calls(bed: Path) -> None:
