@@ -53,14 +53,15 @@ class WorkloadIndex:
         return list(seen.values())
 
 
-_last: tuple[int, ClusterSnapshot, WorkloadIndex] | None = None
+_last: tuple[tuple[SlurmJob, ...], tuple[Pod, ...], WorkloadIndex] | None = None
 
 
 def workload_index(snapshot: ClusterSnapshot) -> WorkloadIndex:
-    """The index for ``snapshot``, built once and reused until the next snapshot."""
+    """The index for the snapshot's jobs and pods, rebuilt only when those change (a new
+    snapshot that only carries new source health or GPU readings reuses it)."""
     global _last
-    if _last is not None and _last[1] is snapshot:
+    if _last is not None and _last[0] is snapshot.jobs and _last[1] is snapshot.pods:
         return _last[2]
     index = WorkloadIndex(snapshot)
-    _last = (id(snapshot), snapshot, index)
+    _last = (snapshot.jobs, snapshot.pods, index)
     return index

@@ -5,6 +5,7 @@ Textual app both build one of these.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 from collections.abc import Callable, Sequence
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpctui.actions.audit import AuditLog
+from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.config import (
     AppConfig,
@@ -26,6 +28,9 @@ from hpctui.store import NodeNameMap, Store
 
 if TYPE_CHECKING:
     from hpctui.sources.slurm.accounting import AccountingInfo
+
+
+ACTION_GRACE_S = 30.0
 
 
 class Runtime:
@@ -52,6 +57,15 @@ class Runtime:
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
+        self._actions: set[asyncio.Task[ActionResult]] = set()
+
+    def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
+        """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
+        (or a second key press) cannot cancel it halfway, and ``stop()`` waits for it."""
+        task = asyncio.create_task(self.executor.execute(plan, confirmation=confirmation), name=f"action:{plan.kind}")
+        self._actions.add(task)
+        task.add_done_callback(self._actions.discard)
+        return task
 
     def start(self, on_change: Callable[[], None] | None = None) -> None:
         self.poller.on_change = on_change
@@ -64,11 +78,13 @@ class Runtime:
         self.poller.refresh_now()
 
     async def stop(self) -> None:
+        if self._actions:  # let running actions finish (and be audited) before we go
+            await asyncio.wait(set(self._actions), timeout=ACTION_GRACE_S)
         await self.poller.stop()
 
     async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
         """Fair-share/QoS of the first source that can tell (a Slurm source); None if none can."""
-        for source in self.sources:
+        for source in sorted(self.sources, key=lambda s: s.kind != "slurm"):  # a real Slurm first
             query = getattr(source, "accounting", None)
             if query is not None and inspect.iscoroutinefunction(query):
                 info: AccountingInfo = await query(user=user, account=account)

@@ -98,12 +98,13 @@ class Store:
         self._part_sources: dict[str, set[str]] = {}
         self._health: dict[str, SourceHealth] = {}
         self._cached: ClusterSnapshot | None = None
-        self.version = 0  # bumps on every change; lets the UI skip redundant redraws
+        self.version = 0  # bumps on every change (data or health); lets the UI skip redundant redraws
+        self.data_version = 0  # bumps only when cluster data changed: health-only changes redraw less
 
     # -- writes ---------------------------------------------------------------
     def register_source(self, name: str, kind: str) -> None:
         self._health.setdefault(name, SourceHealth(name=name, kind=kind))
-        self._changed()
+        self._changed(data=False)
 
     def apply(self, result: SourceResult, duration_s: float | None = None) -> None:
         t, src = result.time, result.source
@@ -150,15 +151,17 @@ class Store:
             last_error=error, consecutive_errors=old.consecutive_errors + 1,
             last_duration_s=old.last_duration_s,
         )
-        self._changed()
+        self._changed(data=False)
 
     def add_events(self, events: Iterable[Event]) -> None:
         self._events.extend(events)
         self._changed()
 
-    def _changed(self) -> None:
+    def _changed(self, data: bool = True) -> None:
         self._cached = None
         self.version += 1
+        if data:
+            self.data_version += 1
 
     # -- reads ----------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:

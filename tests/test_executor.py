@@ -125,3 +125,39 @@ async def test_backend_crash_becomes_per_target_errors(tmp_path: Path) -> None:
     result = await ex.execute(plan, confirmation=True)
     assert [r.message for r in result.results] == ["RuntimeError: backend exploded"]
     assert AuditLog(tmp_path / "audit.jsonl").read()[0]["results"][0]["ok"] is False
+
+
+class SlowBackend(RecordingBackend):
+    async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        import asyncio
+
+        await asyncio.sleep(3600)
+        return ()
+
+
+async def test_interrupted_action_is_still_audited(tmp_path: Path) -> None:
+    import asyncio
+
+    ex = make(tmp_path, SlowBackend())
+    plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
+    task = asyncio.create_task(ex.execute(plan, confirmation=True))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    records = AuditLog(tmp_path / "audit.jsonl").read()
+    assert len(records) == 1
+    assert records[0]["results"][0]["ok"] is False
+    assert "interrupted" in records[0]["results"][0]["message"]
+
+
+async def test_unwritable_audit_log_is_reported_not_raised(tmp_path: Path) -> None:
+    (tmp_path / "audit.jsonl").mkdir()  # a directory where the log file should be
+    backend = RecordingBackend()
+    ex = make(tmp_path, backend)
+    plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
+    result = await ex.execute(plan, confirmation=True)
+    assert result.ok and backend.executed
+    assert ex.audit_errors and "audit.jsonl" in ex.audit_errors[0]

@@ -6,6 +6,7 @@ Read-only mode is enforced here, not only by hiding keys, so every entry point
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +45,7 @@ class ActionExecutor:
         self.read_only = read_only
         self.user = user or _current_user()
         self.clock = clock
+        self.audit_errors: list[str] = []
 
     def backend_for(self, kind: ActionKind) -> ActionBackend | None:
         for backend in self.backends:
@@ -95,23 +97,41 @@ class ActionExecutor:
         return plan
 
     async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
-        """Run ``plan`` if confirmed; always leaves an audit record."""
+        """Run ``plan`` if confirmed; always leaves an audit record, even when interrupted."""
         started = self.clock()
         refused = self._refusal(plan, confirmation)
         results: tuple[TargetResult, ...] = ()
-        if refused is None:
-            backend = next((b for b in self.backends if b.name == plan.source), None)
-            if backend is None:
-                refused = f"source {plan.source!r} is gone"
-            else:
-                try:
-                    results = await backend.execute(plan)
-                except Exception as exc:  # a backend crash is a per-target failure, not ours
-                    results = tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}") for t in plan.targets)
-        result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(), results=results, refused=refused)
-        if self.audit is not None:
-            self.audit.append(result, self.cluster)
+        interrupted = False
+        try:
+            if refused is None:
+                backend = next((b for b in self.backends if b.name == plan.source), None)
+                if backend is None:
+                    refused = f"source {plan.source!r} is gone"
+                else:
+                    try:
+                        results = await backend.execute(plan)
+                    except asyncio.CancelledError:
+                        interrupted = True
+                        raise
+                    except Exception as exc:  # a backend crash is a per-target failure, not ours
+                        results = tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}")
+                                        for t in plan.targets)
+        finally:
+            if interrupted:  # the outcome per target is unknown: say so rather than stay silent
+                results = tuple(TargetResult(target=t, ok=False, message="interrupted: outcome unknown, check the "
+                                             "next refresh") for t in plan.targets)
+            result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
+                                  results=results, refused=refused)
+            self._audit(result)
         return result
+
+    def _audit(self, result: ActionResult) -> None:
+        if self.audit is None:
+            return
+        try:
+            self.audit.append(result, self.cluster)
+        except OSError as exc:  # the action has run: report the lost record, never crash the UI
+            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
 
     def _refusal(self, plan: ActionPlan, confirmation: str | bool) -> str | None:
         if self.read_only:

@@ -11,6 +11,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
@@ -37,6 +38,9 @@ def _quote(value: str) -> str:
     return f'"{value}"'
 
 
+T = TypeVar("T")
+
+
 class DemoSource:
     """A simulated cluster behind the Source and ActionBackend protocols."""
 
@@ -54,10 +58,7 @@ class DemoSource:
 
     # -- Source --------------------------------------------------------------------
     async def collect(self) -> SourceResult:
-        t = self.clock()
-        if len(self.sim.specs) > 1024:  # big ticks leave the event loop free
-            return await asyncio.to_thread(self._collect, t)
-        return self._collect(t)
+        return await self._off_loop(self._collect, self.clock())
 
     def _collect(self, t: float) -> SourceResult:
         with self._lock:
@@ -69,12 +70,21 @@ class DemoSource:
 
     async def accounting(self, user: str | None = None, account: str | None = None) -> AccountingInfo:
         """Simulated sshare/sacctmgr answers (usage = GPUs each user runs now)."""
+        return await self._off_loop(self._accounting, user, account)
+
+    def _accounting(self, user: str | None, account: str | None) -> AccountingInfo:
         with self._lock:
             usage: dict[str, int] = {}
             for job in self.sim.workload.jobs.values():
                 if job.state == "RUNNING":
                     usage[job.user] = usage.get(job.user, 0) + job.gpus_per_node * job.num_nodes
         return demo_accounting(user, account, usage)
+
+    async def _off_loop(self, func: Callable[..., T], *args: object) -> T:
+        """Big sims tick in a worker thread holding the lock: never wait for it on the event loop."""
+        if len(self.sim.specs) > 1024:
+            return await asyncio.to_thread(func, *args)
+        return func(*args)
 
     # -- ActionBackend ----------------------------------------------------------------
     @property
@@ -164,7 +174,7 @@ class DemoSource:
                           notes=(NOTE,))
 
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
-        return self._execute(plan, self.clock())
+        return await self._off_loop(self._execute, plan, self.clock())
 
     def _execute(self, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:
         results = []

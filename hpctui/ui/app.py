@@ -49,6 +49,7 @@ class HpcApp(App[None]):
         wanted = theme or ("wall" if wall else runtime.theme)
         self._initial_theme = wanted if wanted in self.available_themes else None
         self._drawn_version = -1
+        self._drawn_data_version = -1
         self._pending = False
         self._clock: Timer | None = None
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
@@ -102,6 +103,10 @@ class HpcApp(App[None]):
         if store.version == self._drawn_version:
             return False
         self._drawn_version = store.version
+        if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
+            self.dashboard.update_health(store.snapshot())
+            return True
+        self._drawn_data_version = store.data_version
         self.dashboard.update_snapshot(store.snapshot())
         return True
 
@@ -138,12 +143,8 @@ class HpcApp(App[None]):
         if self.read_only:
             self.action_read_only_notice(message.kind.value)
             return
-        try:
-            from hpctui.ui.actions import ActionDialog  # written separately; optional here
-        except ImportError:
-            self.notify(f"{message.kind.value} {', '.join(message.targets[:5])}: action dialogs are not available",
-                        severity="warning")
-            return
+        from hpctui.ui.actions import ActionDialog
+
         self.push_screen(ActionDialog(self.runtime, message.kind, message.targets, message.params))
 
     def on_job_detail_requested(self, message: JobDetailRequested) -> None:

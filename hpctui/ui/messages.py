@@ -31,14 +31,6 @@ class ActionRequested(Message):
         return f"ActionRequested({self.kind.value!r}, {self.targets!r})"
 
 
-class ReadOnlyRefused(Message):
-    """An action key was pressed in read-only/wall mode: the app says so."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__()
-        self.what = what
-
-
 class JobDetailRequested(Message):
     """Enter on a queue row: the app shows the job in full."""
 

@@ -105,19 +105,13 @@ async def test_job_keys_request_job_actions(make_runtime: Callable[..., Runtime]
         assert requested[-1].kind is ActionKind.REQUEUE_JOBS and len(requested[-1].targets) == 2
 
 
-async def test_action_key_opens_dialog_or_says_missing(make_runtime: Callable[..., Runtime]) -> None:
-    import importlib.util
-
-    has_dialogs = importlib.util.find_spec("hpctui.ui.actions") is not None
+async def test_action_key_opens_dialog(make_runtime: Callable[..., Runtime]) -> None:
     app = HpcApp(make_runtime(), autostart=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await load(app, pilot)
         await pilot.press("d")
         await pilot.pause()
-        if has_dialogs:
-            assert type(app.screen).__name__ == "ActionDialog"
-        else:
-            assert any("not available" in str(n.message) for n in app._notifications)
+        assert type(app.screen).__name__ == "ActionDialog"
 
 
 async def test_theme_key_cycles_theme(make_runtime: Callable[..., Runtime]) -> None:
@@ -247,12 +241,19 @@ async def test_coalesces_bursts(make_runtime: Callable[..., Runtime], monkeypatc
         drawn: list[int] = []
         original = app.dashboard.update_snapshot
         monkeypatch.setattr(app.dashboard, "update_snapshot", lambda s: (drawn.append(1), original(s)))
-        for i in range(3):  # three changes before the app gets to run: one redraw
-            app.runtime.store.record_error("demo", f"error {i}")
+        for _ in range(3):  # three data changes before the app gets to run: one redraw
+            app.runtime.store.add_events(())
             app._on_store_change()
         await pilot.pause()
         assert len(drawn) == 1
         assert not app.refresh_from_store(), "same version is not redrawn"
+        health: list[int] = []
+        original_health = app.dashboard.update_health
+        monkeypatch.setattr(app.dashboard, "update_health", lambda s: (health.append(1), original_health(s)))
+        app.runtime.store.record_error("demo", "controller unreachable")  # health only: no full redraw
+        app._on_store_change()
+        await pilot.pause()
+        assert len(drawn) == 1 and len(health) == 1
 
 
 async def test_help_screen_lists_keys(make_runtime: Callable[..., Runtime]) -> None:

@@ -162,3 +162,61 @@ def test_controller_summary() -> None:
     text = controller_summary(ControllerHealth(reachable=True, server_thread_count=3, agent_queue_size=0,
                                                mean_schedule_cycle_us=506.0))
     assert text == "slurmctld ok · 3 threads · agent queue 0 · sched cycle 0.5 ms"
+
+
+async def test_markup_in_filter_and_errors_does_not_crash(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        queue = app.screen.query_one("#queue", QueueTable)
+        queue.focus()
+        await pilot.press("slash")
+        for ch in "[/b]":
+            await pilot.press(ch)
+        await pilot.pause()
+        app.runtime.store.record_error("demo", "bad [/red] markup [link=x]")
+        app.refresh_from_store()
+        await pilot.pause()
+        assert "[/b]" in str(app.screen.query_one("#queue-pane").border_title)
+
+
+async def test_dialog_runs_once_and_cannot_be_closed_mid_action(make_runtime: Callable[..., Runtime]) -> None:
+    import asyncio
+
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        name, _ = busy_node(runtime)
+        heatmap = app.screen.query_one(NodeHeatmap)
+        heatmap.select(name)
+        heatmap.focus()
+        started: list[int] = []
+        gate = asyncio.Event()
+        original = runtime.executor.execute
+
+        async def slow_execute(plan, *, confirmation):  # type: ignore[no-untyped-def]
+            started.append(1)
+            await gate.wait()
+            return await original(plan, confirmation=confirmation)
+
+        runtime.executor.execute = slow_execute  # type: ignore[method-assign]
+        await pilot.press("u")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ActionDialog)
+        dialog._start()
+        dialog._start()  # a double Enter
+        await pilot.pause()
+        await pilot.press("escape")  # refused while running
+        await pilot.pause()
+        assert app.screen is dialog and dialog.running
+        gate.set()
+        for _ in range(40):
+            if dialog.result is not None:
+                break
+            await pilot.pause(0.05)
+        assert len(started) == 1 and dialog.result is not None
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is not dialog

@@ -7,6 +7,7 @@ itself, so the executor's read-only and confirmation rules always apply.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -122,6 +123,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.params: dict[str, str] = dict(params or {})
         self.plan = self._make_plan()
         self.result: ActionResult | None = None
+        self.running = False
 
     def _make_plan(self) -> ActionPlan:
         return self.runtime.executor.plan(self.kind, self.targets, self.params, self.runtime.store.snapshot())
@@ -165,29 +167,45 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     @on(Input.Submitted)
     def _input_submitted(self) -> None:
         if not self.query_one("#run", Button).disabled:
-            self._run()
+            self._start()
 
     @on(Button.Pressed, "#run")
     def _run_pressed(self) -> None:
-        self._run()
+        self._start()
 
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self) -> None:
-        self.dismiss(self.result)
+        self.action_dismiss_dialog()
 
     def action_dismiss_dialog(self) -> None:
+        if self.running:
+            self.app.notify("the action is still running; its results will show here", severity="warning")
+            return
         self.dismiss(self.result)
 
-    @work(exclusive=True, group="action")
-    async def _run(self) -> None:
+    def _start(self) -> None:
+        """Start once: a second Enter or click while it runs does nothing."""
+        if self.running or self.result is not None:
+            return
+        self.running = True
+        self.query_one("#run", Button).disabled = True
         word = self.plan.confirm_word
         confirmation: str | bool = self.query_one("#confirm", Input).value.strip() if word else True
-        self.query_one("#run", Button).disabled = True
+        self._wait_for(self.runtime.run_action(self.plan, confirmation))
+
+    @work(exclusive=True, group="action", description="action")
+    async def _wait_for(self, task: asyncio.Task[ActionResult]) -> None:
         self.query_one("#result", Static).update(Text(f"running {self.kind.value} on {len(self.plan.targets)} target(s)…"))
-        self.result = await self.runtime.executor.execute(self.plan, confirmation=confirmation)
+        try:
+            self.result = await asyncio.shield(task)  # the runtime owns the task; we only watch it
+        finally:
+            self.running = False
         self.query_one("#result", Static).update(render_result(self.result))
         self._refresh_controls()
         self.runtime.refresh_now()
+        for problem in self.runtime.executor.audit_errors:
+            self.app.notify(escape(problem), title="Audit record not written", severity="error", timeout=30)
+        self.runtime.executor.audit_errors.clear()
         self.app.notify(escape(f"{self.kind.value}: {sum(r.ok for r in self.result.results)}/"
                                f"{len(self.result.results)} ok" if not self.result.refused
                                else f"{self.kind.value} not run: {self.result.refused}"),

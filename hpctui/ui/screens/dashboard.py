@@ -10,6 +10,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -72,12 +73,16 @@ class DashboardScreen(Screen[None]):
         now = self.runtime.clock()
         self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
         self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
-        self.queue_pane.border_subtitle = controller_summary(snapshot.controller)
         self.queue_pane.set_rows(snapshot.jobs)
         self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
         self._show_node()
+        self.update_status()
+
+    def update_health(self, snapshot: ClusterSnapshot) -> None:
+        """Same data, new source health (an error, a retry): status line and pane markers only."""
+        self.snapshot = snapshot
         self.update_status()
 
     def update_status(self) -> None:
@@ -89,6 +94,8 @@ class DashboardScreen(Screen[None]):
                                  rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall)
         self.query_one(StatusLine).show(content)
         now = rt.clock()
+        ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
+        self.queue_pane.border_subtitle = Content(ctl_marker or controller_summary(self.snapshot.controller))
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now)
             if marker != pane.data_status:

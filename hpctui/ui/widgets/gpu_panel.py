@@ -212,7 +212,7 @@ class GpuPanel(VerticalScroll):
     def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
         self.node = node
-        self.border_title = f"Node {node}" if node else "Node / GPUs"
+        self.border_title = Content(f"Node {node}") if node else "Node / GPUs"
         self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
         indexes = [g.index for g in snapshot.gpus.get(node or "", ())]
         util = node_series(history, node, indexes, "util") if history and node else []

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.content import Content
 from textual.widgets import Input
 
 from hpctui.model import ClusterSnapshot
@@ -67,7 +68,7 @@ class TablePane(Vertical):
             parts.append(f"/{table.filter_text}")
         if table.marked:
             parts.append(f"{len(table.marked)} marked")
-        self.border_title = " · ".join(parts)
+        self.border_title = Content(" · ".join(parts))  # plain text: filters and errors may hold "["
 
     @on(VirtualTable.FilterRequested)
     def _show_filter(self, event: VirtualTable.FilterRequested) -> None:

@@ -139,7 +139,7 @@ MOUNT_COLUMNS: list[Column[MountRow]] = [
 
 
 def severity_first(rows: list[Any]) -> list[Any]:
-    """Problems first (worst on top), healthy rows after, each group in name order."""
+    """Problems first (worst on top), healthy rows after; a stable sort keeps each group's order."""
     return sorted(rows, key=lambda r: -r.severity)
 
 

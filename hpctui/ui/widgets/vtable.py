@@ -99,6 +99,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self.view: list[T] = []  # sorted + filtered: what is drawn
         self.cursor = 0
         self.marked: set[str] = set()
+        self._source_rows: Sequence[T] | None = None
         self._lines: dict[int, Strip] = {}
         self._palette: Palette | None = None
         self._styles: dict[str | None, Style] = {}
@@ -109,9 +110,16 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
 
     # -- data down ------------------------------------------------------------
     def set_rows(self, rows: Sequence[T]) -> None:
-        """Replace the rows; keeps sort, filter, cursor (by key) and marks."""
+        """Replace the rows; keeps sort, filter, cursor (by key) and the marks that still exist.
+        The same sequence object again (a snapshot where only other parts changed) is a no-op."""
+        if rows is self._source_rows:
+            return
+        self._source_rows = rows
         key = self.cursor_key
         self.rows = rows if isinstance(rows, list) else list(rows)
+        if self.marked:
+            row_key = self.row_key
+            self.marked &= {row_key(r) for r in self.rows}
         self._resort()
         self._refilter(keep=key)
 
@@ -168,8 +176,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
 
     def targets(self) -> tuple[str, ...]:
         """Marked rows' keys (in view order), or the cursor row's key."""
-        if self.marked:
-            keys = [self.row_key(r) for r in self._sorted]
+        if self.marked:  # only what the user can see: marks hidden by a filter do not act
+            keys = [self.row_key(r) for r in self.view]
             return tuple(k for k in keys if k in self.marked)
         key = self.cursor_key
         return (key,) if key is not None else ()
