@@ -7,6 +7,7 @@ so no locks and no state shared with threads.
 from __future__ import annotations
 
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
@@ -50,25 +51,46 @@ class NodeNameMap:
 
 
 class History:
-    """Bounded per-key series of (time, value) for sparklines and charts."""
+    """Bounded per-key series of (time, value) for sparklines and charts.
+
+    Stored as fixed-size ``array`` rings (12 bytes a sample), so per-node series for
+    16k nodes cost tens of MB, not the gigabytes that deques of tuples would.
+    """
 
     def __init__(self, length: int) -> None:
         self.length = length
-        self._series: dict[str, deque[tuple[float, float]]] = {}
+        self._times: dict[str, array[float]] = {}
+        self._values: dict[str, array[float]] = {}
+        self._count: dict[str, int] = {}
 
     def add(self, key: str, t: float, value: float | None) -> None:
         if value is None:
             return
-        series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = deque(maxlen=self.length)
-        series.append((t, value))
+        times = self._times.get(key)
+        if times is None:
+            times = self._times[key] = array("d", bytes(8 * self.length))
+            self._values[key] = array("f", bytes(4 * self.length))
+            self._count[key] = 0
+        n = self._count[key]
+        times[n % self.length] = t
+        self._values[key][n % self.length] = value
+        self._count[key] = n + 1
 
     def get(self, key: str) -> list[tuple[float, float]]:
-        return list(self._series.get(key, ()))
+        n = self._count.get(key, 0)
+        if n == 0:
+            return []
+        times, values, size = self._times[key], self._values[key], self.length
+        start = max(0, n - size)
+        return [(times[i % size], values[i % size]) for i in range(start, n)]
 
     def keys(self) -> Iterable[str]:
-        return self._series.keys()
+        return self._times.keys()
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 class Store:
@@ -76,7 +98,7 @@ class Store:
         self,
         cluster: str,
         name_map: NodeNameMap | None = None,
-        history_length: int = 120,
+        history_length: int = 90,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.cluster = cluster
@@ -98,6 +120,7 @@ class Store:
         self._part_sources: dict[str, set[str]] = {}
         self._health: dict[str, SourceHealth] = {}
         self._cached: ClusterSnapshot | None = None
+        self._nodes: dict[str, Node] = {}
         self.version = 0  # bumps on every change (data or health); lets the UI skip redundant redraws
         self.data_version = 0  # bumps only when cluster data changed: health-only changes redraw less
 
@@ -113,12 +136,14 @@ class Store:
         if result.k8s_nodes is not None:
             self._k8s_nodes[src] = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
         if result.gpus is not None:
+            previous = self._gpus.get(src, {})
             self._gpus[src] = dict(result.gpus)
             for node, gpus in result.gpus.items():
-                for gpu in gpus:
-                    self.history.add(f"gpu:{node}:{gpu.index}:util", t, gpu.util_pct)
-                    self.history.add(f"gpu:{node}:{gpu.index}:temp", t, gpu.temp_c)
-                    self.history.add(f"gpu:{node}:{gpu.index}:power", t, gpu.power_w)
+                if previous.get(node) is gpus:  # the source reused this node's readings: no new sample
+                    continue
+                self.history.add(f"node:{node}:util", t, _mean(g.util_pct for g in gpus))
+                self.history.add(f"node:{node}:temp", t, _mean(g.temp_c for g in gpus))
+                self.history.add(f"node:{node}:power", t, _mean(g.power_w for g in gpus))
         if result.ib is not None:
             self._ib[src] = dict(result.ib)
         if result.mounts is not None:
@@ -172,7 +197,9 @@ class Store:
         k8s_nodes = _union(self._k8s_nodes)
         names = list(slurm_nodes)
         names.extend(n for n in k8s_nodes if n not in slurm_nodes)
-        nodes = {n: Node(name=n, slurm=slurm_nodes.get(n), k8s=k8s_nodes.get(n)) for n in names}
+        nodes = {n: self._node(n, slurm_nodes.get(n), k8s_nodes.get(n)) for n in names}
+        if len(self._nodes) > len(nodes):  # nodes left the cluster: forget them
+            self._nodes = dict(nodes)
         self._cached = ClusterSnapshot(
             cluster=self.cluster,
             time=max(self._collected_at.values(), default=self.clock()),
@@ -189,6 +216,13 @@ class Store:
             part_sources={k: tuple(sorted(v)) for k, v in self._part_sources.items()},
         )
         return self._cached
+
+    def _node(self, name: str, slurm: SlurmNodeInfo | None, k8s: K8sNodeInfo | None) -> Node:
+        """The joined Node, reused while both halves are the same objects (most nodes, most polls)."""
+        node = self._nodes.get(name)
+        if node is None or node.slurm is not slurm or node.k8s is not k8s:
+            node = self._nodes[name] = Node(name=name, slurm=slurm, k8s=k8s)
+        return node
 
     def health(self) -> dict[str, SourceHealth]:
         return dict(self._health)

@@ -50,7 +50,18 @@ def test_store_caches_snapshot_until_change_and_keeps_history() -> None:
         store.apply(SourceResult(source="s", time=t, gpus={"n1": (Gpu(node="n1", index=0, util_pct=t * 10),)}))
     assert store.version == version + 3
     assert store.snapshot() is not first
-    assert [v for _, v in store.history.get("gpu:n1:0:util")] == [20.0, 30.0, 40.0]
+    assert [v for _, v in store.history.get("node:n1:util")] == [20.0, 30.0, 40.0]
+    assert [t for t, _ in store.history.get("node:n1:util")] == [2.0, 3.0, 4.0]
+
+
+def test_history_is_a_node_mean_and_skips_reused_readings() -> None:
+    store = Store("c1")
+    gpus = (Gpu(node="n1", index=0, util_pct=10.0, temp_c=50.0), Gpu(node="n1", index=1, util_pct=None, temp_c=70.0))
+    store.apply(SourceResult(source="s", time=1.0, gpus={"n1": gpus}))
+    store.apply(SourceResult(source="s", time=2.0, gpus={"n1": gpus}))  # same objects: not a new sample
+    assert store.history.get("node:n1:util") == [(1.0, 10.0)]  # N/A GPUs do not drag the mean to 0
+    assert store.history.get("node:n1:temp") == [(1.0, 60.0)]
+    assert store.history.get("node:n1:power") == []
 
 
 def test_errors_keep_old_data_and_count_up() -> None:

@@ -6,7 +6,7 @@ it without rebuilding, and "not available" always reads N/A, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -183,14 +183,9 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
     return Content("\n").join(lines)
 
 
-def node_series(history: HistoryGetter, name: str, indexes: Sequence[int], metric: str) -> list[float]:
-    """Mean over the node's GPUs of one history series, aligned from the newest sample."""
-    series = [history(f"gpu:{name}:{i}:{metric}") for i in indexes]
-    series = [s for s in series if s]
-    if not series:
-        return []
-    length = min(len(s) for s in series)
-    return [sum(s[len(s) - length + k][1] for s in series) / len(series) for k in range(length)]
+def node_series(history: HistoryGetter, name: str, metric: str) -> list[float]:
+    """The node's GPU-mean series of one metric (the store keeps one per node, not per GPU)."""
+    return [v for _, v in history(f"node:{name}:{metric}")]
 
 
 class GpuPanel(VerticalScroll):
@@ -214,9 +209,8 @@ class GpuPanel(VerticalScroll):
         self.node = node
         self.border_title = Content(f"Node {node}") if node else "Node / GPUs"
         self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
-        indexes = [g.index for g in snapshot.gpus.get(node or "", ())]
-        util = node_series(history, node, indexes, "util") if history and node else []
-        temp = node_series(history, node, indexes, "temp") if history and node else []
+        util = node_series(history, node, "util") if history and node else []
+        temp = node_series(history, node, "temp") if history and node else []
         self.query_one("#spark-util", Sparkline).data = util
         self.query_one("#spark-temp", Sparkline).data = temp
         self.query_one("#gpu-history").display = len(util) > 1 or len(temp) > 1
