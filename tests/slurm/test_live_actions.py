@@ -7,6 +7,7 @@ from slurm_helpers import act, job, nodes, poll, run, snapshot, source
 from slurmlab import SlurmLab
 
 from hpctui.actions.base import ActionKind
+from hpctui.actions.executor import ActionExecutor
 
 pytestmark = pytest.mark.slurm
 
@@ -88,8 +89,11 @@ def test_hold_release_cancel(lab: SlurmLab, backend: str) -> None:
             _, results = await act(src, ActionKind.RELEASE_JOBS, (waiting,))
             assert results[0].ok, results
             await poll(src, lambda r: job(r, waiting).reason not in ("JobHeldAdmin", "JobHeldUser"))
-            plan, results = await act(src, ActionKind.CANCEL_JOBS, (), {"on_nodes": "gpu03"})
-            assert len(plan.targets) == 1  # only the running one is *on* gpu03
+            # "every job on gpu03" is expanded by the executor, as in the app
+            _, snap = await snapshot(src)
+            plan = ActionExecutor([src], None, cluster="lab").plan(ActionKind.CANCEL_JOBS, (), {"on_nodes": "gpu03"}, snap)
+            assert plan.targets == (fill,)  # only the running one is *on* gpu03
+            results = await src.execute(plan)
             assert results[0].ok and "verified" in results[0].message
             plan, results = await act(src, ActionKind.CANCEL_JOBS, (waiting,))
             assert results[0].ok
@@ -98,6 +102,41 @@ def test_hold_release_cancel(lab: SlurmLab, backend: str) -> None:
             await poll(src, lambda r: job(r, waiting) is None and not r.slurm_jobs)
         finally:
             await src.close()
+
+    run(go())
+
+
+def test_pending_array_remainder_hold_release_cancel(lab: SlurmLab) -> None:
+    """The queue row of a pending array remainder (``ID_[1-6%2]``) is a working target."""
+    fill = lab.sbatch("-p", "gpu", "-w", "gpu03", "--gres=gpu:a100:4")
+    lab.wait_state(fill, "RUNNING")
+    arr = lab.sbatch("-p", "gpu", "-w", "gpu03", "--gres=gpu:a100:4", "--array=1-6%2", "-J", "sweep")
+    lab.wait_state(arr, "PENDING")
+    held = ("JobHeldAdmin", "JobHeldUser")
+
+    def tasks(r: object) -> list:  # type: ignore[type-arg]
+        return [j for j in getattr(r, "slurm_jobs", None) or () if j.array_job_id == int(arr)]
+
+    async def go() -> None:
+        src = source(lab, "cli")
+        _, snap = await snapshot(src)
+        rem = next(j for j in snap.jobs if j.array_job_id == int(arr) and j.array_task_id is None)
+        assert rem.display_id == f"{arr}_[1-6%2]"
+        plan = src.plan(ActionKind.HOLD_JOBS, (rem.display_id,), {}, snap)
+        assert plan.commands == (f"scontrol hold '{arr}_[1-6]'",), plan
+        assert [r.ok for r in await src.execute(plan)] == [True]
+        await poll(src, lambda r: bool(tasks(r)) and all((j.reason or "") in held for j in tasks(r)))
+        _, results = await act(src, ActionKind.RELEASE_JOBS, (f"{arr}_[1-6]",))
+        assert results[0].ok, results
+        await poll(src, lambda r: bool(tasks(r)) and not any((j.reason or "") in held for j in tasks(r)))
+        plan, results = await act(src, ActionKind.CANCEL_JOBS, (f"{arr}_[5-6]",))
+        assert plan.commands == (f"scancel '{arr}_[5-6]'",)
+        assert results[0].ok and "verified" in results[0].message, results
+        plan, results = await act(src, ActionKind.CANCEL_JOBS, (arr,))
+        assert plan.affected[0].startswith(f"job array {arr}: every task of the array")
+        assert results[0].ok and "verified" in results[0].message, results
+        await poll(src, lambda r: not tasks(r))
+        assert job(await src.collect(), fill).state == "RUNNING"
 
     run(go())
 

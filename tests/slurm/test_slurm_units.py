@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from hpctui.actions.base import ActionKind
+from hpctui.actions.executor import ActionExecutor
 from hpctui.model import ClusterSnapshot, Node, SlurmJob, SlurmNodeInfo
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source
@@ -76,9 +77,10 @@ def test_rest_v0040_plans_drain_itself_and_requeue_on_cli() -> None:
     assert plan.commands == ('POST /slurm/v0.0.40/node/gpu01 {"state": ["DRAIN"], "reason": "ecc"}',
                              'POST /slurm/v0.0.40/node/gpu02 {"state": ["DRAIN"], "reason": "ecc"}')
     assert plan.notes == () and plan.affected == ("job 7 (alice, train) RUNNING on gpu01", "job 8_1 (?, ?) RUNNING on gpu[01-02]")
-    plan = src.plan(ActionKind.REQUEUE_JOBS, (), {"on_nodes": "gpu02"}, _snap())
+    # "jobs on these nodes" is expanded by the executor (one index for the whole app)
+    plan = ActionExecutor([src], None, cluster="t").plan(ActionKind.REQUEUE_JOBS, (), {"on_nodes": "gpu02"}, _snap())
     assert plan.targets == ("8_1",) and plan.commands == ("scontrol requeue 8_1",)
-    assert plan.notes == ("slurmrestd v0.0.40 cannot requeue: using scontrol/scancel (CLI) instead",)
+    assert "slurmrestd v0.0.40 cannot requeue: using scontrol/scancel (CLI) instead" in plan.notes
     plan = src.plan(ActionKind.REQUEUE_JOBS, ("10",), {}, _snap())
     assert any("pending" in w for w in plan.warnings)
 

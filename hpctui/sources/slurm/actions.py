@@ -7,9 +7,11 @@ exist in the snapshot) are the same whichever way the action is carried out.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, ActionKind
+from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model.hostlist import HostlistError, expand
 
@@ -24,8 +26,11 @@ SLURM_KINDS = SLURM_NODE_KINDS | SLURM_JOB_KINDS
 assert SLURM_NODE_KINDS <= NODE_ACTIONS and SLURM_JOB_KINDS <= JOB_ACTIONS
 
 JOB_ID = re.compile(r"^[0-9]{1,10}(_[0-9]{1,10})?$")  # 1234 or array task 1234_5
+# A pending array remainder as squeue shows it: 1234_[4-9], 1234_[1,3,5-7], maybe with a %N throttle.
+ARRAY_RANGE = re.compile(r"^([0-9]{1,10})_\[([0-9]{1,10}(?:-[0-9]{1,10})?(?:,[0-9]{1,10}(?:-[0-9]{1,10})?)*)"
+                         r"(?:%[0-9]{1,10})?\]$")
 SIGNAL = re.compile(r"^(SIG)?[A-Z0-9]{1,10}$")
-ACTIVE_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STOPPED", "SIGNALING"})
+_BAD_TEXT_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})  # control chars (incl. DEL, U+0085), line/para separators
 
 
 @dataclass
@@ -42,21 +47,99 @@ def job_label(job: SlurmJob) -> str:
     return f"job {job.display_id} ({job.user or '?'}, {job.name or '?'}) {job.state}{where}"
 
 
-def _job_nodes(job: SlurmJob) -> list[str]:
-    try:
-        return expand(job.nodes or "")
-    except HostlistError:
-        return []
-
-
 def jobs_on_nodes(snapshot: ClusterSnapshot, nodes: set[str]) -> list[SlurmJob]:
-    """Running (or finishing) jobs with at least one node in ``nodes``."""
-    return [j for j in snapshot.jobs if j.state in ACTIVE_STATES and nodes.intersection(_job_nodes(j))]
+    """Running (or finishing) jobs with at least one node in ``nodes``, by job id.
+
+    Same index (and the same notion of "active") as the executor's ``on_nodes`` expansion
+    and the node panel: built once per snapshot, then a dict lookup per node.
+    """
+    return sorted(workload_index(snapshot).jobs_on_any(nodes), key=lambda j: j.job_id)
 
 
 def _clean_text(value: str, what: str, errors: list[str]) -> None:
-    if any(ord(c) < 32 for c in value):
+    if any(ord(c) < 32 or unicodedata.category(c) in _BAD_TEXT_CATEGORIES for c in value):
         errors.append(f"{what} must be a single line of printable text")
+
+
+def parse_array_target(token: str) -> tuple[int, list[tuple[int, int]]] | None:
+    """``1234_[4-9%2]`` -> (1234, [(4, 9)]); None if ``token`` is not an array-range target."""
+    m = ARRAY_RANGE.match(token)
+    if m is None:
+        return None
+    ranges: list[tuple[int, int]] = []
+    for part in m.group(2).split(","):
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi or lo)
+        if a > b:
+            return None
+        ranges.append((a, b))
+    return int(m.group(1)), ranges
+
+
+def format_array_target(job_id: int, ranges: list[tuple[int, int]]) -> str:
+    """The form scontrol/scancel accept: ``1234_[4-9]`` (no throttle suffix: Slurm rejects it)."""
+    body = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+    return f"{job_id}_[{body}]"
+
+
+def _ranges_of(task_str: str) -> list[tuple[int, int]]:
+    parsed = parse_array_target(f"0_[{task_str}]")
+    return parsed[1] if parsed else []
+
+
+def _covered(want: list[tuple[int, int]], have: list[tuple[int, int]]) -> bool:
+    """Every task of ``want`` is in the union of ``have``."""
+    merged: list[list[int]] = []
+    for a, b in sorted(have):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return all(any(m[0] <= a and b <= m[1] for m in merged) for a, b in want)
+
+
+class _JobIndex:
+    """Lookups for job targets over one snapshot's jobs (built once per snapshot)."""
+
+    def __init__(self, jobs: tuple[SlurmJob, ...]) -> None:
+        self.by_id: dict[str, SlurmJob] = {}
+        self.arrays: dict[int, list[SlurmJob]] = {}  # array job id -> its task/remainder records
+        for job in jobs:
+            self.by_id.setdefault(job.display_id, job)
+            self.by_id.setdefault(str(job.job_id), job)
+            if job.array_job_id is not None:
+                self.arrays.setdefault(job.array_job_id, []).append(job)
+                if job.array_task_id is None:
+                    self.by_id.setdefault(str(job.array_job_id), job)
+                    parsed = parse_array_target(job.display_id)
+                    if parsed is not None:  # the throttle-free form the plan uses
+                        self.by_id.setdefault(format_array_target(*parsed), job)
+
+    def tasks_in(self, array_id: int, ranges: list[tuple[int, int]]) -> list[SlurmJob] | None:
+        """Records of ``array_id`` holding a task in ``ranges``; None if some task is unknown."""
+        members = self.arrays.get(array_id, [])
+        have: list[tuple[int, int]] = []
+        hit: list[SlurmJob] = []
+        for job in members:
+            spans = [(job.array_task_id, job.array_task_id)] if job.array_task_id is not None \
+                else _ranges_of(job.array_task_str or "")
+            have.extend(spans)
+            if any(a <= y and x <= b for a, b in ranges for x, y in spans):
+                hit.append(job)
+        return hit if _covered(ranges, have) else None
+
+
+_index_cache: tuple[tuple[SlurmJob, ...], _JobIndex] | None = None
+
+
+def _job_index(snapshot: ClusterSnapshot) -> _JobIndex:
+    """Cached on the identity of ``snapshot.jobs``: re-planning (each keystroke) costs nothing."""
+    global _index_cache
+    if _index_cache is not None and _index_cache[0] is snapshot.jobs:
+        return _index_cache[1]
+    index = _JobIndex(snapshot.jobs)
+    _index_cache = (snapshot.jobs, index)
+    return index
 
 
 def check(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str], snapshot: ClusterSnapshot) -> Checked:
@@ -108,44 +191,44 @@ def _check_nodes(kind: ActionKind, targets: tuple[str, ...], snapshot: ClusterSn
 
 def _check_jobs(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
                 snapshot: ClusterSnapshot, out: Checked) -> None:
-    index: dict[str, SlurmJob] = {}
-    for job in snapshot.jobs:
-        index.setdefault(job.display_id, job)
-        index.setdefault(str(job.job_id), job)
-        if job.array_job_id is not None and job.array_task_id is None:
-            index.setdefault(str(job.array_job_id), job)
-    wanted: list[str] = list(targets)
-    on_nodes = params.get("on_nodes", "").strip()
-    if on_nodes:
-        try:
-            nodes = set(expand(on_nodes))
-        except HostlistError as exc:
-            out.errors.append(f"on_nodes: {exc}")
-            nodes = set()
-        unknown = sorted(n for n in nodes if n not in snapshot.nodes)
-        if unknown:
-            out.errors.append(f"on_nodes: unknown node(s) {', '.join(unknown)}")
-        found = jobs_on_nodes(snapshot, nodes)
-        if nodes and not found:
-            out.warnings.append(f"no running jobs on {on_nodes}")
-        wanted.extend(j.display_id for j in found)
+    index = _job_index(snapshot)
     if "signal" in params and not SIGNAL.match(params["signal"]):
         out.errors.append(f"bad signal {params['signal']!r}")
-    for token in dict.fromkeys(wanted):
-        if not JOB_ID.match(token):
-            out.rejected.append(token)
-            out.errors.append(f"not a job id: {token!r}")
+    for raw in dict.fromkeys(targets):
+        array = parse_array_target(raw)
+        if array is None and not JOB_ID.match(raw):
+            out.rejected.append(raw)
+            out.errors.append(f"not a job id: {raw!r}")
             continue
-        found_job = index.get(token)
-        if found_job is None:
-            out.rejected.append(token)
-            out.errors.append(f"unknown job {token} (not in the last Slurm read)")
+        token = format_array_target(*array) if array is not None else raw
+        if token in out.targets:
             continue
-        job = found_job
+        hit: list[SlurmJob]
+        if array is not None:
+            found = index.tasks_in(*array)
+            if not found:
+                out.rejected.append(raw)
+                out.errors.append(f"unknown array tasks {token} (not in the last Slurm read)")
+                continue
+            hit = found
+        else:
+            found_job = index.by_id.get(token)
+            if found_job is None:
+                out.rejected.append(raw)
+                out.errors.append(f"unknown job {token} (not in the last Slurm read)")
+                continue
+            members = index.arrays.get(int(token), []) if token.isdigit() else []
+            if members:
+                out.affected.append(f"job array {token}: every task of the array "
+                                    f"({len(members)} record(s) in the last read)")
+                hit = members
+            else:
+                hit = [found_job]
         out.targets.append(token)
-        out.affected.append(job_label(job))
+        out.affected.extend(job_label(j) for j in hit)
         if kind in (ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS):
-            if job.state == "PENDING":
+            job = hit[0]
+            if all(j.state == "PENDING" for j in hit):
                 out.warnings.append(f"job {token} is pending: Slurm refuses to requeue it")
             if job.batch is False:
                 out.warnings.append(f"job {token} is not a batch job: Slurm only requeues batch jobs")

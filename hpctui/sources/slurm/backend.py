@@ -7,11 +7,48 @@ says so in the plan's notes.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
+
+T = TypeVar("T")
+
+# Documents bigger than this are parsed in a worker thread: ~100k jobs take 1-2 s to parse,
+# which on the event loop would freeze the UI (and asyncio.wait_for cannot interrupt it).
+# Small ones are parsed inline: a thread hop costs more than the parse.
+PARSE_IN_THREAD_BYTES = 256 * 1024
+
+
+async def parse_off_loop(fn: Callable[..., T], data: bytes | str, *args: Any) -> T:
+    """``fn(data, *args)``, in a worker thread when ``data`` is large."""
+    if len(data) > PARSE_IN_THREAD_BYTES:
+        return await asyncio.to_thread(fn, data, *args)
+    return fn(data, *args)
+
+
+class Dropped:
+    """The parsers' ``on_invalid`` callback: counts dropped records, keeps the first messages."""
+
+    def __init__(self, what: str, keep: int = 3) -> None:
+        self.what = what
+        self.keep = keep
+        self.count = 0
+        self.messages: list[str] = []
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        if len(self.messages) < self.keep:
+            self.messages.append(message)
+
+    def report(self, warnings: list[str]) -> None:
+        if self.count:
+            more = f" (+{self.count - len(self.messages)} more)" if self.count > len(self.messages) else ""
+            warnings.append(f"{self.count} unreadable {self.what} record(s) dropped: "
+                            f"{'; '.join(self.messages)}{more}")
 
 
 @dataclass

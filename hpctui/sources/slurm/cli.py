@@ -19,8 +19,9 @@ from hpctui.model.hostlist import collect as collect_hostlist
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS
-from hpctui.sources.slurm.backend import Collected, looks_unreachable
+from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
+from hpctui.sources.slurm.verify import JobRow, query_ids, still_alive
 
 T = TypeVar("T")
 
@@ -28,8 +29,9 @@ _JOB_VERB = {
     ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
     ActionKind.HOLD_JOBS: "hold", ActionKind.RELEASE_JOBS: "release",
 }
-# What the job must look like after the action, read back with squeue (scancel's rc lies).
-_GONE_OR = {ActionKind.CANCEL_JOBS: ("CANCELLED", "COMPLETING")}
+# Read back only the cancelled jobs: real id | display id | state (filters work in text mode).
+VERIFY_FORMAT = "%A|%i|%T"
+VERIFY_TRIES = 10
 
 
 def unreachable_error(what: str, exc_or_text: object) -> SourceError:
@@ -90,33 +92,53 @@ class CliBackend:
         return "text", res
 
     async def _read_json_or_text(self, tool: str, text_argv: list[str], warnings: list[str],
-                                 from_json: Callable[[bytes], T], from_text: Callable[[str], T], what: str) -> T:
-        """``<tool> --json`` parsed typed; on a missing flag or an unreadable document, the text form."""
+                                 from_json: Callable[[bytes, Dropped], T], from_text: Callable[[str], T],
+                                 what: str) -> T:
+        """``<tool> --json`` parsed typed; on a missing flag or an unreadable document, the text form.
+
+        Big documents are parsed in a worker thread (the UI keeps drawing); records with an
+        unreadable node list / invalid node name are dropped with one warning.
+        """
         form, res = await self._json_or_text(tool, [tool, "--json"], text_argv, warnings)
         if form == "json":
+            dropped = Dropped(what.removesuffix("s"))
             try:
-                return from_json(res.stdout)
+                out = await parse_off_loop(from_json, res.stdout, dropped)
             except parse.SlurmParseError as exc:
                 warnings.append(f"{tool} --json unreadable ({exc}); used {text_argv[0]} text")
                 res = await self._run(text_argv)
                 self._check(res)
+            else:
+                dropped.report(warnings)
+                return out
         try:
-            return from_text(res.stdout.decode(errors="replace"))
+            return await parse_off_loop(from_text, res.stdout.decode(errors="replace"))
         except parse.SlurmParseError as exc:
             raise SourceError(f"cannot read Slurm {what}: {exc}") from exc
 
     async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
-        return await self._read_json_or_text("sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
-                                             parse.parse_nodes_json, parse.parse_scontrol_nodes, "nodes")
+        return await self._read_json_or_text(
+            "sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
+            lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped),
+            parse.parse_scontrol_nodes, "nodes")
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
-        return await self._read_json_or_text("squeue", ["squeue", "-h", "-o", parse.SQUEUE_FORMAT], warnings,
-                                             parse.parse_jobs_json, parse.parse_squeue_text, "jobs")
+        return await self._read_json_or_text(
+            "squeue", ["squeue", "-h", "-o", parse.SQUEUE_FORMAT], warnings,
+            lambda data, dropped: parse.parse_jobs_json(data, on_invalid=dropped),
+            parse.parse_squeue_text, "jobs")
 
     async def read_controller(self, warnings: list[str]) -> ControllerHealth:
-        res = await self._run(["sdiag"])
-        if not res.ok:
-            self._check(res)
+        """Controller health is optional: a failing sdiag (e.g. PrivateData=usage for a
+        non-operator) is a warning, never the end of the refresh. A dead slurmctld is caught
+        by the nodes/jobs calls, which still raise."""
+        try:
+            res = await self._run(["sdiag"])
+            if not res.ok:
+                self._check(res)
+        except SourceError as exc:
+            warnings.append(f"controller health unavailable: {exc}")
+            return ControllerHealth(reachable="unreachable" not in str(exc), detail=f"sdiag failed: {exc}")
         try:
             return parse.parse_sdiag_text(res.stdout.decode(errors="replace"))
         except parse.SlurmParseError as exc:
@@ -136,14 +158,23 @@ class CliBackend:
         assert isinstance(nodes, dict) and isinstance(jobs, tuple) and isinstance(ctl, ControllerHealth)
         return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
 
-    async def job_states(self) -> dict[str, str]:
-        """Active jobs by id and display id -> state, read with one squeue call."""
-        jobs = await self.read_jobs([])
-        out: dict[str, str] = {}
-        for j in jobs:
-            out[str(j.job_id)] = j.state
-            out[j.display_id] = j.state
-        return out
+    async def job_rows(self, targets: tuple[str, ...]) -> list[JobRow]:
+        """The targets' own records (array tasks included), read with one small squeue call.
+
+        An id Slurm no longer knows ("Invalid job id specified") reads as no row: gone.
+        """
+        argv = ["squeue", "-h", "-t", "all", "-j", ",".join(query_ids(targets)), "-o", VERIFY_FORMAT]
+        res = await self._run(argv)
+        if not res.ok:
+            if "invalid job id" in res.message.lower():
+                return []
+            self._check(res)
+        rows = []
+        for line in res.stdout.decode(errors="replace").splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 3:
+                rows.append(JobRow(job_id=parts[0], display_id=parts[1], state=parts[2].strip()))
+        return rows
 
     # -- acting ---------------------------------------------------------------
     def argvs(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[list[str]]:
@@ -202,25 +233,28 @@ class CliBackend:
                              message="done" if _node_done(kind, nodes.get(t)) else res.message) for t in targets]
 
     async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
-        """scancel exits 0 for unknown jobs: trust only what squeue shows afterwards."""
-        pending = {r.target for r in results if r.ok}
-        states: dict[str, str] = {}
-        for _ in range(10):
+        """scancel exits 0 for unknown jobs: trust only what squeue shows afterwards (targets only)."""
+        pending = tuple(r.target for r in results if r.ok)
+        rows: list[JobRow] = []
+        for attempt in range(VERIFY_TRIES if pending else 0):
             try:
-                states = await self.job_states()
+                rows = await self.job_rows(pending)
             except SourceError as exc:
                 return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
                         for r in results]
-            if all(states.get(t, "CANCELLED") in _GONE_OR[ActionKind.CANCEL_JOBS] for t in pending):
+            if all(still_alive(t, rows) is None for t in pending):
                 break
-            await asyncio.sleep(0.2)
+            if attempt < VERIFY_TRIES - 1:
+                await asyncio.sleep(0.2)
         out = []
         for r in results:
-            state = states.get(r.target, "CANCELLED")
-            if r.ok and state not in _GONE_OR[ActionKind.CANCEL_JOBS]:
-                out.append(TargetResult(target=r.target, ok=False, message=f"scancel returned 0 but job is still {state}"))
+            alive = still_alive(r.target, rows) if r.ok else None
+            if alive is not None:
+                out.append(TargetResult(target=r.target, ok=False, message=f"scancel returned 0 but job is still {alive}"))
             elif r.ok:
-                out.append(TargetResult(target=r.target, ok=True, message=f"cancelled (verified: {state.lower()})"))
+                seen = sorted({row.state.lower() for row in rows if row.display_id == r.target or row.job_id == r.target})
+                out.append(TargetResult(target=r.target, ok=True,
+                                        message=f"cancelled (verified: {', '.join(seen) or 'gone'})"))
             else:
                 out.append(r)
         return out

@@ -76,5 +76,8 @@ class JwtProvider:
             raise SourceError(f"cannot get a JWT from scontrol token: {exc}") from exc
         out = res.stdout.decode(errors="replace").strip()
         if not res.ok or not out.startswith("SLURM_JWT="):
-            raise SourceError(f"cannot get a JWT from scontrol token: {res.message or out}")
+            # stdout may hold a token: only stderr (or the exit status) ever goes into the error
+            why = " ".join(res.stderr.split())[:300] or (
+                f"exit status {res.rc}" if not res.ok else "output not in the SLURM_JWT=... form (not shown)")
+            raise SourceError(f"cannot get a JWT from scontrol token: {why}")
         return out.removeprefix("SLURM_JWT=").strip()

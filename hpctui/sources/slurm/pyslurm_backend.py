@@ -4,12 +4,15 @@ Honest status: pyslurm cannot be built against Debian's Slurm 22.05 (its sdist r
 "Slurm version mismatch"), so this code has only run against a fake ``pyslurm`` module
 with the same API in the tests, never against a real libslurm. It is chosen only when
 ``import pyslurm`` works *and* its X.Y equals ``scontrol --version``'s. Every blocking call
-runs in a thread (``asyncio.to_thread``) so the event loop never waits on libslurm.
+runs in this backend's own single worker thread, so the event loop never waits on libslurm
+and a hung libslurm holds one thread, not one more per poll: while a call is still running
+(the poller gave up on it), the next refresh or action is refused instead of queued.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib
 import re
 from types import ModuleType
@@ -51,6 +54,8 @@ class PyslurmBackend:
     def __init__(self, module: ModuleType) -> None:
         self.ps = module
         self.calls: list[str] = []
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pyslurm")
+        self._in_flight: set[concurrent.futures.Future[Any]] = set()
 
     def reset_calls(self) -> None:
         self.calls = []
@@ -64,11 +69,19 @@ class PyslurmBackend:
             return SourceError(f"slurmctld unreachable: {what}: {text}")
         return SourceError(f"pyslurm {what} failed: {text}")
 
+    def _check_idle(self) -> None:
+        if self._in_flight:
+            raise SourceError("previous pyslurm call still running (libslurm not answering?): skipped")
+
     async def _call(self, label: str, fn: Any, *args: Any) -> Any:
         self.calls.append(label)
-        return await asyncio.to_thread(fn, *args)
+        fut = self._pool.submit(fn, *args)
+        self._in_flight.add(fut)
+        fut.add_done_callback(self._in_flight.discard)
+        return await asyncio.wrap_future(fut)
 
     async def collect(self) -> Collected:
+        self._check_idle()
         try:
             nodes_obj, jobs_obj = await asyncio.gather(
                 self._call("pyslurm.Nodes.load()", self.ps.Nodes.load),
@@ -134,6 +147,7 @@ class PyslurmBackend:
         results = []
         for target, label in zip(targets, self.describe(kind, targets, params), strict=True):
             try:
+                self._check_idle()
                 await self._call(label, self._do, kind, target, params)
             except Exception as exc:  # pyslurm.RPCError carries Slurm's own text
                 results.append(TargetResult(target=target, ok=False, message=str(exc) or type(exc).__name__))
@@ -157,7 +171,7 @@ class PyslurmBackend:
         ]
 
     async def close(self) -> None:
-        return None
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _values(collection: Any) -> list[Any]:

@@ -20,9 +20,10 @@ from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
-from hpctui.sources.slurm.backend import Collected, looks_unreachable
+from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
 from hpctui.sources.slurm.settings import SlurmSettings
+from hpctui.sources.slurm.verify import JobRow, query_ids, still_alive
 
 _SERVED = re.compile(r"^/slurm/(v0\.0\.\d+)/")
 
@@ -74,9 +75,12 @@ class RestBackend:
         return rest_capabilities(self.version) if self.version else frozenset()
 
     # -- transport ------------------------------------------------------------
-    def _get_session(self) -> aiohttp.ClientSession:
+    async def _get_session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
+        if self._session is not None and self._loop is not loop:
+            await _retire_session(self._session, self._loop)
+            self._session = None
+        if self._session is None or self._session.closed:
             self._loop = loop
             connector: aiohttp.BaseConnector
             if self.socket_path:
@@ -101,7 +105,8 @@ class RestBackend:
         self.calls.append(f"{method} {path}")
         where = self.settings.rest_url
         try:
-            async with self._get_session().request(method, self.base + path, json=body, params=query,
+            session = await self._get_session()
+            async with session.request(method, self.base + path, json=body, params=query,
                                                    headers=headers) as resp:
                 return resp.status, await resp.read()
         except TimeoutError as exc:
@@ -164,26 +169,40 @@ class RestBackend:
     async def collect(self) -> Collected:
         version = await self.discover()
         got = await asyncio.gather(self.get("nodes"), self.get("jobs"), self.get("diag"), return_exceptions=True)
-        for item in got:
+        for item in got[:2]:  # nodes and jobs are the refresh: their failure is the source's
             if isinstance(item, BaseException):
                 raise item
-        nodes_b, jobs_b, diag_b = (x for x in got if isinstance(x, bytes))
+        nodes_b, jobs_b, diag_b = got
+        assert isinstance(nodes_b, bytes) and isinstance(jobs_b, bytes)
         warnings: list[str] = []
+        bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
         try:
-            nodes = parse.parse_nodes_json(nodes_b, version)
-            jobs = parse.parse_jobs_json(jobs_b, version)
+            nodes = await parse_off_loop(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes), nodes_b)
+            jobs = await parse_off_loop(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b)
         except parse.SlurmParseError as exc:
             raise SourceError(f"cannot read slurmrestd {version} output: {exc}") from exc
+        bad_nodes.report(warnings)
+        bad_jobs.report(warnings)
         if nodes and not any(n.partitions for n in nodes.values()):
             try:
                 nodes = parse.fill_partitions(nodes, parse.parse_partitions_json(await self.get("partitions"), version))
             except parse.SlurmParseError as exc:
                 warnings.append(f"partitions unreadable: {exc}")
-        try:
-            ctl = parse.parse_diag_json(diag_b, version)
-        except parse.SlurmParseError as exc:
-            warnings.append(f"diag unreadable: {exc}")
-            ctl = ControllerHealth(reachable=True, detail="diag unreadable")
+            except SourceError as exc:
+                warnings.append(f"partitions unavailable: {exc}")
+        ctl: ControllerHealth
+        if isinstance(diag_b, BaseException):
+            if not isinstance(diag_b, Exception):
+                raise diag_b
+            # optional (e.g. PrivateData=usage for non-operators): keep nodes and jobs
+            warnings.append(f"controller health unavailable: {diag_b}")
+            ctl = ControllerHealth(reachable="unreachable" not in str(diag_b), detail=f"diag failed: {diag_b}")
+        else:
+            try:
+                ctl = parse.parse_diag_json(diag_b, version)
+            except parse.SlurmParseError as exc:
+                warnings.append(f"diag unreadable: {exc}")
+                ctl = ControllerHealth(reachable=True, detail="diag unreadable")
         return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
 
     # -- acting -----------------------------------------------------------------
@@ -237,29 +256,92 @@ class RestBackend:
             results = await self._verify_cancel(results)
         return results
 
-    async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
-        """Re-read the queue: only a job that is gone or CANCELLED/COMPLETING counts as cancelled."""
-        want = {r.target for r in results if r.ok}
-        states: dict[str, str] = {}
-        for _ in range(10):
+    async def job_rows(self, targets: tuple[str, ...]) -> list[JobRow]:
+        """The targets' own records: ``GET job/{id}`` per job id (never the whole queue)."""
+        rows: list[JobRow] = []
+        for job_id in query_ids(targets):
+            path = f"/slurm/{self.version}/job/{job_id}"
+            status, body = await self.request("GET", path)
+            if status != 200:
+                msgs = "; ".join(parse.parse_rest_errors(body)).lower()
+                if "invalid job id" in msgs:
+                    continue  # purged: gone
+                raise self._error(status, body, path)
             try:
-                jobs = parse.parse_jobs_json(await self.get("jobs"), self.version)
-            except (SourceError, parse.SlurmParseError) as exc:
+                jobs = parse.parse_jobs_json(body, self.version, include_finished=True, on_invalid=lambda _m: None)
+            except parse.SlurmParseError as exc:
+                raise SourceError(f"cannot read {path}: {exc}") from exc
+            rows.extend(JobRow(job_id=str(j.job_id), display_id=j.display_id, state=j.state) for j in jobs)
+        return rows
+
+    async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
+        """Re-read the targets: only a job that is gone or finished (CANCELLED/COMPLETING...) counts."""
+        want = tuple(r.target for r in results if r.ok)
+        rows: list[JobRow] = []
+        for attempt in range(10 if want else 0):
+            try:
+                rows = await self.job_rows(want)
+            except SourceError as exc:
                 return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
                         for r in results]
-            states = {k: j.state for j in jobs for k in (str(j.job_id), j.display_id)}
-            if all(states.get(t, "CANCELLED") in ("CANCELLED", "COMPLETING") for t in want):
+            if all(still_alive(t, rows) is None for t in want):
                 break
-            await asyncio.sleep(0.2)
-        return [
-            r if not r.ok else (
-                TargetResult(target=r.target, ok=True, message="cancelled (verified)")
-                if states.get(r.target, "CANCELLED") in ("CANCELLED", "COMPLETING")
-                else TargetResult(target=r.target, ok=False, message=f"still {states[r.target]} after DELETE"))
-            for r in results
-        ]
+            if attempt < 9:
+                await asyncio.sleep(0.2)
+        out = []
+        for r in results:
+            alive = still_alive(r.target, rows) if r.ok else None
+            if alive is not None:
+                out.append(TargetResult(target=r.target, ok=False, message=f"still {alive} after DELETE"))
+            elif r.ok:
+                out.append(TargetResult(target=r.target, ok=True, message="cancelled (verified)"))
+            else:
+                out.append(r)
+        return out
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+async def _retire_session(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop | None) -> None:
+    """Close a session made on another event loop (each asyncio.run has its own).
+
+    Its connections belong to that loop: closed there if it is still running (another
+    thread); otherwise nothing can run on it (``transport.close()`` would raise "Event loop
+    is closed"), so the connector is detached and its sockets are closed directly: no leak.
+    """
+    if session.closed:
+        return
+    if loop is not None and loop.is_running():
+        fut = asyncio.run_coroutine_threadsafe(session.close(), loop)
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(fut), timeout=2.0)
+        except Exception:  # best effort: the other loop may be stuck
+            pass
+        return
+    connector = session.connector
+    session.detach()
+    if connector is not None:
+        _shutdown_connector_sockets(connector)
+
+
+def _shutdown_connector_sockets(connector: aiohttp.BaseConnector) -> None:
+    """Close the raw sockets of a connector whose loop is gone (its transports cannot)."""
+    conns: dict[Any, Any] = getattr(connector, "_conns", {}) or {}
+    protos = [entry[0] for entries in conns.values() for entry in entries]
+    protos.extend(getattr(connector, "_acquired", ()) or ())
+    for proto in protos:
+        transport = getattr(proto, "transport", None)
+        sock = getattr(transport, "_sock", None)
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+    try:
+        conns.clear()
+        connector._closed = True  # no "Unclosed connector" warning at GC
+    except Exception:
+        pass

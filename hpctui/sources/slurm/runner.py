@@ -14,6 +14,10 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+# After SIGKILL, how long to wait for the child to go. A process stuck in the kernel (D state,
+# e.g. on a hung NFS mount) ignores SIGKILL until the kernel lets go: never wait for it forever.
+KILL_WAIT_S = 5.0
+
 
 class CommandError(Exception):
     """The command could not run to completion (not found, timed out)."""
@@ -78,13 +82,26 @@ class Runner:
             out, err = await asyncio.wait_for(proc.communicate(), timeout=limit)
         except (TimeoutError, asyncio.CancelledError) as exc:
             _kill_group(proc)
-            await proc.wait()
+            reaped = await _reap(proc, KILL_WAIT_S)
             if isinstance(exc, asyncio.CancelledError):
                 raise
+            if not reaped:
+                raise CommandTimeout(f"{argv[0]} timed out after {limit:g}s and is unkillable: pid {proc.pid} "
+                                     f"still there {KILL_WAIT_S:g}s after SIGKILL (stuck in the kernel, "
+                                     f"e.g. a hung NFS mount?)") from None
             raise CommandTimeout(f"{argv[0]} timed out after {limit:g}s") from None
         return RunResult(argv=argv, rc=proc.returncode if proc.returncode is not None else -1,
                          stdout=out, stderr=err.decode(errors="replace"),
                          duration_s=time.monotonic() - started)
+
+
+async def _reap(proc: asyncio.subprocess.Process, limit_s: float) -> bool:
+    """Wait at most ``limit_s`` for the killed child; False if it is still there."""
+    try:
+        await asyncio.wait_for(proc.wait(), timeout=limit_s)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

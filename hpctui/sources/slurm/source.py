@@ -7,6 +7,7 @@ endpoint for go to the CLI, and the plan's notes say so.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
@@ -22,6 +23,10 @@ from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandError, Runner
 from hpctui.sources.slurm.settings import SlurmSettings
 
+# One refresh may chain several calls, each bounded by settings.timeout_s: a token, the
+# /openapi discovery, the gather of nodes/jobs/health, a --json -> text fallback.
+REFRESH_CALLS_BUDGET = 3
+
 
 class SlurmSource:
     kind = "slurm"
@@ -30,6 +35,8 @@ class SlurmSource:
         self.settings = settings
         self.name = settings.name
         self.interval_s = settings.interval_s
+        # the budget of one whole refresh; the poller reads it for its outer guard
+        self.timeout_s = REFRESH_CALLS_BUDGET * settings.timeout_s
         self.runner = Runner(timeout_s=settings.timeout_s, slurm_conf=settings.slurm_conf, bin_dir=settings.bin_dir)
         self.cli = CliBackend(self.runner)
         self.rest: RestBackend | None = None
@@ -103,8 +110,14 @@ class SlurmSource:
             b.reset_calls()
         started = time.time()
         try:
-            backend = await self.resolve()
-            got = await backend.collect()
+            async with asyncio.timeout(self.timeout_s):
+                backend = await self.resolve()
+                got = await backend.collect()
+        except TimeoutError:
+            # our own limit, just inside the poller's: say what we were waiting for
+            calls = [c for b in self._backends() for c in b.calls]
+            last = f" (last call: {calls[-1]})" if calls else ""
+            raise SourceError(f"slurmctld unreachable: no complete answer within {self.timeout_s:g}s{last}") from None
         finally:
             self.calls = [c for b in self._backends() for c in b.calls]
         self.warnings = got.warnings
@@ -159,6 +172,12 @@ class SlurmSource:
         clean = tuple(checked.targets)
         if kind in SLURM_KINDS:
             backend, note = self.backend_for(kind)
+            if (backend is self.rest and kind in (ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS)
+                    and any("[" in t for t in clean)):
+                # 22.05's slurmrestd applies a hold to ID_[a-b] but answers with an error
+                # ("job array update ... failed"): scontrol says what really happened
+                backend = self._cli()
+                note = f"slurmrestd misreports {kind.value} of array ranges: using scontrol (CLI) instead"
             if note:
                 notes.append(note)
             if self.backend is None:
