@@ -21,7 +21,7 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
-from hpctui.sources.slurm.verify import JobRow, query_ids, still_alive
+from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
 T = TypeVar("T")
 
@@ -31,7 +31,6 @@ _JOB_VERB = {
 }
 # Read back only the cancelled jobs: real id | display id | state (filters work in text mode).
 VERIFY_FORMAT = "%A|%i|%T"
-VERIFY_TRIES = 10
 
 
 def unreachable_error(what: str, exc_or_text: object) -> SourceError:
@@ -233,31 +232,7 @@ class CliBackend:
                              message="done" if _node_done(kind, nodes.get(t)) else res.message) for t in targets]
 
     async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
-        """scancel exits 0 for unknown jobs: trust only what squeue shows afterwards (targets only)."""
-        pending = tuple(r.target for r in results if r.ok)
-        rows: list[JobRow] = []
-        for attempt in range(VERIFY_TRIES if pending else 0):
-            try:
-                rows = await self.job_rows(pending)
-            except SourceError as exc:
-                return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
-                        for r in results]
-            if all(still_alive(t, rows) is None for t in pending):
-                break
-            if attempt < VERIFY_TRIES - 1:
-                await asyncio.sleep(0.2)
-        out = []
-        for r in results:
-            alive = still_alive(r.target, rows) if r.ok else None
-            if alive is not None:
-                out.append(TargetResult(target=r.target, ok=False, message=f"scancel returned 0 but job is still {alive}"))
-            elif r.ok:
-                seen = sorted({row.state.lower() for row in rows if row.display_id == r.target or row.job_id == r.target})
-                out.append(TargetResult(target=r.target, ok=True,
-                                        message=f"cancelled (verified: {', '.join(seen) or 'gone'})"))
-            else:
-                out.append(r)
-        return out
+        return await verify_cancel(results, self.job_rows, "scancel returned 0")
 
     async def close(self) -> None:
         return None

@@ -23,7 +23,7 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
 from hpctui.sources.slurm.settings import SlurmSettings
-from hpctui.sources.slurm.verify import JobRow, query_ids, still_alive
+from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
 _SERVED = re.compile(r"^/slurm/(v0\.0\.\d+)/")
 
@@ -275,29 +275,7 @@ class RestBackend:
         return rows
 
     async def _verify_cancel(self, results: list[TargetResult]) -> list[TargetResult]:
-        """Re-read the targets: only a job that is gone or finished (CANCELLED/COMPLETING...) counts."""
-        want = tuple(r.target for r in results if r.ok)
-        rows: list[JobRow] = []
-        for attempt in range(10 if want else 0):
-            try:
-                rows = await self.job_rows(want)
-            except SourceError as exc:
-                return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
-                        for r in results]
-            if all(still_alive(t, rows) is None for t in want):
-                break
-            if attempt < 9:
-                await asyncio.sleep(0.2)
-        out = []
-        for r in results:
-            alive = still_alive(r.target, rows) if r.ok else None
-            if alive is not None:
-                out.append(TargetResult(target=r.target, ok=False, message=f"still {alive} after DELETE"))
-            elif r.ok:
-                out.append(TargetResult(target=r.target, ok=True, message="cancelled (verified)"))
-            else:
-                out.append(r)
-        return out
+        return await verify_cancel(results, self.job_rows, "DELETE succeeded")
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

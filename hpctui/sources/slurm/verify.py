@@ -8,9 +8,12 @@ the real job id, the display id (``1234_7`` / ``1234_[8-9%2]``) and the state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from hpctui.actions.base import TargetResult
+from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.actions import parse_array_target
 from hpctui.sources.slurm.parse import LIVE_JOB_STATES
 
@@ -76,3 +79,36 @@ def still_alive(target: str, rows: Iterable[JobRow]) -> str | None:
         if not is_done(row.state):
             return row.state
     return None
+
+
+VERIFY_TRIES = 10
+VERIFY_PAUSE_S = 0.2
+
+
+async def verify_cancel(results: list[TargetResult], job_rows: Callable[[tuple[str, ...]], Awaitable[list[JobRow]]],
+                        how: str) -> list[TargetResult]:
+    """Cancelling reports success even for unknown jobs (scancel exits 0): re-read only the
+    targets until each is gone or finished, and turn the answer into per-target results."""
+    pending = tuple(r.target for r in results if r.ok)
+    rows: list[JobRow] = []
+    for attempt in range(VERIFY_TRIES if pending else 0):
+        try:
+            rows = await job_rows(pending)
+        except SourceError as exc:
+            return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
+                    for r in results]
+        if all(still_alive(t, rows) is None for t in pending):
+            break
+        if attempt < VERIFY_TRIES - 1:
+            await asyncio.sleep(VERIFY_PAUSE_S)
+    out = []
+    for r in results:
+        alive = still_alive(r.target, rows) if r.ok else None
+        if alive is not None:
+            out.append(TargetResult(target=r.target, ok=False, message=f"{how} but job is still {alive}"))
+        elif r.ok:
+            seen = sorted({row.state.lower() for row in rows if row.display_id == r.target or row.job_id == r.target})
+            out.append(TargetResult(target=r.target, ok=True, message=f"cancelled (verified: {', '.join(seen) or 'gone'})"))
+        else:
+            out.append(r)
+    return out
