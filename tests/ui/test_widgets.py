@@ -94,3 +94,17 @@ async def test_table_100k_sort_filter_visible_only() -> None:
         assert len(table.view) == 100_000
         await pilot.press("end")
         assert table.cursor == 99_999
+
+
+def test_cell_width_fits_the_cluster_to_the_screen() -> None:
+    from hpctui.ui.widgets.heatmap import MAX_CELL_WIDTH, NodeHeatmap, node_label
+
+    hm = NodeHeatmap(cell_width=2)
+    hm.names = [f"gpu{i:04d}" for i in range(80)]
+    assert hm._fit_cell_width(width=50, height=20) == 7  # 7 per row x 12 rows fit
+    hm.names = [f"gpu{i:05d}" for i in range(16384)]
+    assert hm._fit_cell_width(width=50, height=20) == 2  # never below the minimum
+    hm.names = []
+    assert hm._fit_cell_width(width=50, height=20) == 2
+    assert MAX_CELL_WIDTH >= 5
+    assert node_label("gpu0007") == "g0007" and node_label("cpu01") == "c01" and node_label("login") == "login"

@@ -41,6 +41,19 @@ _NAV: list[BindingType] = [
 ]
 
 
+MAX_CELL_WIDTH = 7
+LABEL_MIN_WIDTH = 5
+
+
+def node_label(name: str) -> str:
+    """What fits in a cell: ``gpu0007`` → ``g0007``, ``cpu01`` → ``c01`` (prefix initial + number)."""
+    stripped = name.rstrip("0123456789")
+    digits = name[len(stripped):]
+    if not digits or not stripped:
+        return name
+    return stripped[0] + digits
+
+
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
@@ -71,7 +84,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
                  actions_enabled: bool = True, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.thresholds = thresholds or Thresholds()
-        self.cell_width = max(1, cell_width)
+        self.min_cell_width = max(1, cell_width)
+        self.cell_width = self.min_cell_width  # grows when few nodes leave room (see _fit_cell_width)
         self.actions_enabled = actions_enabled
         self.metric = Metric.HEALTH
         self.names: list[str] = []
@@ -85,7 +99,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._palette: Palette | None = None
         self._base: list[Style] = []
         self._cursor_styles: list[Style] = []
-        self._segments: dict[tuple[int, int, bool, bool], Segment] = {}
+        self._segments: dict[tuple[int, int, bool, bool, str], Segment] = {}
         self._lines: dict[int, Strip] = {}
         self._request = 0
 
@@ -171,8 +185,28 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def columns(self) -> int:
         return self._cols
 
+    def _fit_cell_width(self, width: int, height: int) -> int:
+        """The widest cell (up to MAX_CELL_WIDTH) that still fits every node on screen, so a
+        small cluster gets big cells with node numbers, and 16k nodes get 2-column cells."""
+        n = len(self.names)
+        best = self.min_cell_width
+        if n == 0 or height <= 0:
+            return best
+        for w in range(self.min_cell_width + 1, MAX_CELL_WIDTH + 1):
+            cols = width // w
+            if cols == 0 or -(-n // cols) > height:
+                break
+            best = w
+        return best
+
     def _update_virtual_size(self) -> None:
-        width = self.scrollable_content_region.width or self.size.width
+        region = self.scrollable_content_region
+        width = region.width or self.size.width
+        cell = self._fit_cell_width(width, region.height or self.size.height)
+        if cell != self.cell_width:
+            self.cell_width = cell
+            self._segments.clear()
+            self._lines.clear()
         cols = max(1, width // self.cell_width)
         if cols != self._cols:
             self._cols = cols
@@ -204,12 +238,17 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._segments.clear()
         self._lines.clear()
 
-    def _segment(self, level: int, glyph: int, marked: bool, cursor: bool) -> Segment:
-        key = (level, glyph, marked, cursor)
+    def _segment(self, level: int, glyph: int, marked: bool, cursor: bool, label: str = "") -> Segment:
+        key = (level, glyph, marked, cursor, label)
         segment = self._segments.get(key)
         if segment is None:
             w = self.cell_width
             chars = [GLYPHS[glyph]] + [" "] * (w - 1)
+            if label:  # wide cells: the node's number between the glyph and the mark
+                space = w - 2
+                text = label if len(label) <= space else label[0] + label[-(space - 1):]
+                text = text.rjust(space)
+                chars[1:w - 1] = list(text)
             if cursor and chars[0] == " ":
                 chars[0] = "■"
             if marked:
@@ -238,7 +277,12 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if len(levels) < end:  # data not computed yet
             return Strip.blank(0)
         segment = self._segment
-        segments = [segment(levels[i], glyphs[i], i in marked, i == cursor) for i in range(start, end)]
+        if self.cell_width >= LABEL_MIN_WIDTH:
+            names = self.names
+            segments = [segment(levels[i], glyphs[i], i in marked, i == cursor, node_label(names[i]))
+                        for i in range(start, end)]
+        else:
+            segments = [segment(levels[i], glyphs[i], i in marked, i == cursor) for i in range(start, end)]
         return Strip(segments, (end - start) * self.cell_width)
 
     def render_line(self, y: int) -> Strip:
