@@ -45,6 +45,7 @@ def test_requeue_running_batch_job(lab: SlurmLab) -> None:
         assert results[0].ok, results
         r = await poll(src, lambda r: job(r, jid) is not None and job(r, jid).state == "PENDING")
         assert job(r, jid).restart_count == 1
+        lab.wait_settled("cpu")
         lab.run("scontrol", "update", f"JobId={jid}", "StartTime=now")
         # while slurmctld finishes the requeue cleanup the record can drop out of one read
         await poll(src, lambda r: job(r, jid) is not None and job(r, jid).state == "RUNNING")

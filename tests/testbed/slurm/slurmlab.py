@@ -174,6 +174,20 @@ class SlurmLab:
             time.sleep(0.1)
         raise AssertionError(f"job {job} never reached {state} (last: {seen!r})")
 
+    def wait_settled(self, partition: str, timeout: float = 20) -> None:
+        """Wait until no node of ``partition`` is COMPLETING, plus a second for slurmd's cleanup.
+        Restarting a requeued job at once races the kill of its previous run on the same node
+        (seen here: the new run FAILED with its batch step CANCELLED) — Slurm's requeue delay
+        exists for this; tests that force StartTime=now must let the node settle first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = self.run("sinfo", "-h", "-p", partition, "-o", "%T", check=False).stdout.lower()
+            if "completing" not in states:
+                time.sleep(1.0)
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"partition {partition} still completing after {timeout} s")
+
     def wait_reason(self, job: str, timeout: float = 20) -> str:
         """Wait until the scheduler has given a pending job a reason (multifactor priority
         leaves it at "None" until the next scheduling pass)."""
