@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 
@@ -26,6 +28,8 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import looks_unreachable
 from hpctui.sources.slurm.parse import Association, FairShare, QosLimits
 from hpctui.sources.slurm.runner import CommandError, Runner, RunResult
+
+R = TypeVar("R")
 
 QOS_FORMAT = "Name,Priority,MaxWall,MaxJobsPU,MaxSubmitPU,MaxTRESPU,MaxTRES,GrpTRES,MaxJobsPA"
 ASSOC_FORMAT = "Cluster,Account,User,Partition,Share,QOS,DefaultQOS,MaxJobs,MaxSubmit,MaxTRES,GrpTRES,GrpJobs,MaxWall"
@@ -133,37 +137,16 @@ async def query_accounting(runner: Runner, user: str | None = None, account: str
         return result(False, ABSENT)
 
     problems: list[str] = []
-    fairshare: list[FairShare] = []
-    share_fail = _failure(results["sshare"])
-    if share_fail is None:
-        try:
-            fairshare = parse.parse_sshare_text(_stdout(results["sshare"]))
-        except parse.SlurmParseError as exc:
-            share_fail = str(exc)
-            problems.append(f"sshare output unreadable: {exc}")
-    else:
-        problems.append(_explain("sshare", share_fail))
-
-    qos: list[QosLimits] = []
-    if qos_fail is None:
-        try:
-            qos = parse.parse_sacctmgr_qos_text(_stdout(results["qos"]))
-        except parse.SlurmParseError as exc:
-            qos_fail = str(exc)
-            problems.append(f"sacctmgr qos output unreadable: {exc}")
-    else:
-        problems.append(_explain("sacctmgr show qos", qos_fail))
-
+    fairshare, share_fail = _parsed(results["sshare"], parse.parse_sshare_text, "sshare", "sshare", problems)
+    qos, qos_fail = _parsed(results["qos"], parse.parse_sacctmgr_qos_text, "sacctmgr show qos", "sacctmgr qos",
+                            problems)
     associations: list[Association] = []
     if "assoc" in results:
-        assoc_fail = _failure(results["assoc"])
-        if assoc_fail is None:
-            try:
-                associations = parse.parse_sacctmgr_assoc_text(_stdout(results["assoc"]))
-            except parse.SlurmParseError as exc:
-                problems.append(f"sacctmgr assoc output unreadable: {exc}")
-        elif qos_fail is None or assoc_fail != qos_fail:
-            problems.append(_explain("sacctmgr show assoc", assoc_fail))
+        assoc_problems: list[str] = []
+        associations, assoc_fail = _parsed(results["assoc"], parse.parse_sacctmgr_assoc_text, "sacctmgr show assoc",
+                                           "sacctmgr assoc", assoc_problems)
+        if assoc_fail is None or qos_fail is None or assoc_fail != qos_fail:  # one line per slurmdbd outage
+            problems.extend(assoc_problems)
 
     if share_fail is not None and qos_fail is not None:
         return result(False, "; ".join(problems))
@@ -175,6 +158,20 @@ async def query_accounting(runner: Runner, user: str | None = None, account: str
         who = " in ".join(x for x in (f"user {user}" if user else "", f"account {account}" if account else "") if x)
         problems.append(f"no fair-share row for {who} (no such association?)")
     return result(True, "; ".join(problems) or None, fairshare, qos, associations)
+
+
+def _parsed(res: RunResult | str, parser: Callable[[str], list[R]], tool: str, label: str,
+            problems: list[str]) -> tuple[list[R], str | None]:
+    """Rows of one command and why it failed (None if it worked); each failure adds one line."""
+    fail = _failure(res)
+    if fail is not None:
+        problems.append(_explain(tool, fail))
+        return [], fail
+    try:
+        return parser(_stdout(res)), None
+    except parse.SlurmParseError as exc:
+        problems.append(f"{label} output unreadable: {exc}")
+        return [], str(exc)
 
 
 def _stdout(res: RunResult | str) -> str:
