@@ -164,7 +164,7 @@ class Store:
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
-            last_error=None, consecutive_errors=0, last_duration_s=duration_s,
+            last_error=None, consecutive_errors=0, last_duration_s=duration_s, warnings=result.warnings,
         )
         self._changed()
 
@@ -174,7 +174,7 @@ class Store:
         self._health[source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
             last_error=error, consecutive_errors=old.consecutive_errors + 1,
-            last_duration_s=old.last_duration_s,
+            last_duration_s=old.last_duration_s, warnings=old.warnings,
         )
         self._changed(data=False)
 

@@ -172,3 +172,13 @@ async def test_poll_all_once(n: int) -> None:
     sources = [FakeSource(f"s{i}") for i in range(n)]
     await Poller(sources, store).poll_all_once()
     assert len(store.snapshot().nodes) == n
+
+
+def test_source_warnings_reach_health_and_clear_on_a_clean_refresh() -> None:
+    store = Store("c1")
+    store.apply(SourceResult(source="slurm", time=1.0, warnings=("sinfo --json unreadable; used scontrol text",)))
+    assert store.health()["slurm"].warnings == ("sinfo --json unreadable; used scontrol text",)
+    store.record_error("slurm", "boom")
+    assert store.health()["slurm"].warnings, "an error keeps the last warnings"
+    store.apply(SourceResult(source="slurm", time=2.0))
+    assert store.health()["slurm"].warnings == ()

@@ -55,6 +55,7 @@ class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
     last_error: str | None = None
     consecutive_errors: int = 0
     last_duration_s: float | None = None
+    warnings: tuple[str, ...] = ()  # non-fatal problems of the last success (a fallback used, records dropped)
 
     def age(self, now: float) -> float | None:
         return None if self.last_success is None else max(0.0, now - self.last_success)
@@ -79,6 +80,7 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
     mounts: dict[str, tuple[Mount, ...]] | None = None
     events: tuple[Event, ...] | None = None
     controller: ControllerHealth | None = None
+    warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
 
     def parts(self) -> list[Part]:
         return [p for p in Part if getattr(self, p.value) is not None]

@@ -108,3 +108,13 @@ def test_cell_width_fits_the_cluster_to_the_screen() -> None:
     assert hm._fit_cell_width(width=50, height=20) == 2
     assert MAX_CELL_WIDTH >= 5
     assert node_label("gpu0007") == "g0007" and node_label("cpu01") == "c01" and node_label("login") == "login"
+
+
+def test_status_marks_a_fresh_source_with_warnings() -> None:
+    from hpctui.model import SourceHealth
+    from hpctui.ui.widgets.status import source_text
+
+    ok = SourceHealth(name="slurm", kind="slurm", last_success=100.0)
+    assert source_text(ok, 101.0, 5.0, 3.0) == ("slurm ✓ 1s", "$success")
+    warned = SourceHealth(name="slurm", kind="slurm", last_success=100.0, warnings=("2 unreadable job record(s) dropped",))
+    assert source_text(warned, 101.0, 5.0, 3.0) == ("slurm ⚠ 1s: 2 unreadable job record(s) dropped", "$warning")

@@ -29,6 +29,8 @@ def source_text(health: SourceHealth, now: float, interval_s: float, stale_facto
         head = f"{health.name} ✗ {'stale ' if stale else ''}{age(seconds)}"
         text = f"{head}: {health.last_error}" if health.last_error else head
         return text, "$error" if stale else "$warning"
+    if health.warnings:  # fresh, but the source had to work around something: say what
+        return f"{health.name} ⚠ {age(seconds)}: {health.warnings[0]}", "$warning"
     return f"{health.name} ✓ {age(seconds)}", "$success"
 
 
