@@ -7,9 +7,9 @@ import re
 import msgspec
 
 from hpctui.model.snapshot import ControllerHealth
-from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
-from hpctui.sources.slurm.parse.nodes import _raise_on_errors
-from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, version_from_meta
+from hpctui.sources.slurm.parse.errors import SlurmParseError
+from hpctui.sources.slurm.parse.nodes import decode_document
+from hpctui.sources.slurm.parse.rest_versions import Meta, RestError
 from hpctui.sources.slurm.parse.values import IntLike, num
 
 
@@ -59,13 +59,7 @@ def _health(
 
 def parse_diag_json(data: bytes | str, version: str | None = None) -> ControllerHealth:
     """REST ``GET /slurm/vX/diag`` → ControllerHealth (backfill cycle in seconds)."""
-    check_version(version)
-    try:
-        doc = _diag_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise from_msgspec("slurm diag JSON", exc) from exc
-    check_version(version or version_from_meta(doc.meta))
-    _raise_on_errors("slurm diag JSON", doc.errors)
+    doc = decode_document(_diag_decoder, data, version, "slurm diag JSON")
     s = doc.statistics
     return _health(
         num(s.server_thread_count), num(s.agent_queue_size), num(s.dbd_agent_queue_size), num(s.jobs_pending),

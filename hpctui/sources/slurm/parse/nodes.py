@@ -8,7 +8,7 @@ only the declared fields and skips the rest, so a 16k-node document stays cheap.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -55,6 +55,26 @@ def _raise_on_errors(what: str, errs: list[RestError] | None) -> None:
     msgs = errors_of(errs)
     if msgs:
         raise SlurmParseError(f"{what}: slurm reported {'; '.join(msgs)}")
+
+
+D = TypeVar("D", bound="_Document")
+
+
+class _Document(Protocol):
+    meta: Meta | None
+    errors: list[RestError] | None
+
+
+def decode_document(decoder: msgspec.json.Decoder[D], data: bytes | str, version: str | None, what: str) -> D:
+    """Typed decode + version check + Slurm's own ``errors[]``: the preamble of every REST document."""
+    check_version(version)
+    try:
+        doc = decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise from_msgspec(what, exc) from exc
+    check_version(version or version_from_meta(doc.meta))
+    _raise_on_errors(what, doc.errors)
+    return doc
 
 
 def node_info(n: _Node) -> SlurmNodeInfo:
@@ -164,13 +184,7 @@ def parse_nodes_json(
     from ``meta``. v0.0.36 documents carry no ``state_flags`` (so no DRAIN), no
     ``alloc_*`` and no ``partitions``: those come back as no flag / None / ().
     """
-    check_version(version)
-    try:
-        doc = _nodes_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise from_msgspec("slurm nodes JSON", exc) from exc
-    check_version(version or version_from_meta(doc.meta))
-    _raise_on_errors("slurm nodes JSON", doc.errors)
+    doc = decode_document(_nodes_decoder, data, version, "slurm nodes JSON")
     convert = _node_converter()
     out: dict[str, SlurmNodeInfo] = {}
     for i, n in enumerate(doc.nodes):
@@ -199,13 +213,7 @@ _partitions_decoder = msgspec.json.Decoder(_PartitionsDoc)
 
 def parse_partitions_json(data: bytes | str, version: str | None = None) -> dict[str, tuple[str, ...]]:
     """REST ``GET partitions`` → {partition: node names}; fills partitions for v0.0.36 nodes."""
-    check_version(version)
-    try:
-        doc = _partitions_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise from_msgspec("slurm partitions JSON", exc) from exc
-    check_version(version or version_from_meta(doc.meta))
-    _raise_on_errors("slurm partitions JSON", doc.errors)
+    doc = decode_document(_partitions_decoder, data, version, "slurm partitions JSON")
     out: dict[str, tuple[str, ...]] = {}
     for i, p in enumerate(doc.partitions):
         expr = p.nodes.configured if isinstance(p.nodes, _PartNodes) else p.nodes
