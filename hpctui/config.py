@@ -15,7 +15,8 @@ import msgspec
 import platformdirs
 
 from hpctui.health import Thresholds
-from hpctui.sources.slurm.settings import SlurmSettings
+from hpctui.sources.demo_settings import DemoSettings
+from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
 
 APP_NAME = "hpctui"
 
@@ -24,24 +25,11 @@ class ConfigError(Exception):
     """A config problem, already phrased as one line for the user."""
 
 
-class DemoSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The built-in simulated cluster as a configured source."""
-
-    name: str = "demo"
-    size: int = 64
-    seed: int = 0
-    interval_s: float = 2.0
-
-
 class NodeMapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How Kubernetes node names map to Slurm node names (the join key)."""
 
     strip_suffix: str = ""
     explicit: dict[str, str] = msgspec.field(default_factory=dict)  # k8s name -> slurm name
-
-
-SOURCE_KINDS = ("demo", "slurm")
-PLANNED_SOURCE_KINDS = ("k8s", "ssh", "prometheus", "nvml")
 
 
 class ClusterConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -59,8 +47,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
 
 
-SourceSettings = DemoSettings | SlurmSettings
-_KIND_TYPES: dict[str, type[Any]] = {"demo": DemoSettings, "slurm": SlurmSettings}
+SourceSettings = msgspec.Struct  # one of the registry's settings types
+__all__ = ["DemoSettings", "SourceSettings"]
 
 
 def default_config_path() -> Path:
@@ -121,11 +109,11 @@ def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "
         raise ConfigError(f"{origin}: {where}.kind: missing (one of {', '.join(SOURCE_KINDS)})")
     if kind in PLANNED_SOURCE_KINDS:
         raise ConfigError(f"{origin}: {where}.kind: source kind {kind!r} is not implemented in this version")
-    settings_type = _KIND_TYPES.get(kind)
-    if settings_type is None:
+    entry_kind = SOURCE_KINDS.get(kind) if isinstance(kind, str) else None
+    if entry_kind is None:
         raise ConfigError(f"{origin}: {where}.kind: unknown source kind {kind!r} (one of {', '.join(SOURCE_KINDS)})")
     try:
-        settings: SourceSettings = msgspec.convert(entry, settings_type)
+        settings: SourceSettings = msgspec.convert(entry, entry_kind.settings_type)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{origin}: {_key_path(exc, where)}") from None
     return settings

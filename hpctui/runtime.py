@@ -15,15 +15,11 @@ from typing import TYPE_CHECKING
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
-from hpctui.config import (
-    AppConfig,
-    DemoSettings,
-    default_state_dir,
-    source_settings,
-)
+from hpctui.config import AppConfig, default_state_dir, source_settings
 from hpctui.health import Thresholds
 from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
+from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
 
 if TYPE_CHECKING:
@@ -92,32 +88,24 @@ class Runtime:
         return None
 
 
-def build_source(settings: object) -> Source:
-    if isinstance(settings, DemoSettings):
-        from hpctui.sources.demo import DemoSource
-
-        return DemoSource(size=settings.size, seed=settings.seed, interval_s=settings.interval_s, name=settings.name)
-    from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
-
-    if isinstance(settings, SlurmSettings):
-        return build_slurm_source(settings)
-    raise TypeError(f"no source for {type(settings).__name__}")
-
-
 def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | None = None,
                         theme: str | None = None) -> Runtime:
     cc = config.clusters[cluster]
-    sources = [build_source(source_settings(config, cluster, i)) for i in range(len(cc.sources))]
+    name_map = NodeNameMap(cc.node_map.explicit, cc.node_map.strip_suffix)
+    context = SourceContext(cluster=cluster, name_map=name_map)
+    sources = [build_source(source_settings(config, cluster, i), context) for i in range(len(cc.sources))]
     ro = read_only if read_only is not None else (cc.read_only if cc.read_only is not None else config.read_only)
-    return Runtime(
+    runtime = Runtime(
         cluster,
         sources,
         thresholds=config.thresholds,
         read_only=ro,
         audit_path=Path(config.audit_log).expanduser() if config.audit_log else None,
-        name_map=NodeNameMap(cc.node_map.explicit, cc.node_map.strip_suffix),
+        name_map=name_map,
         theme=theme or config.theme,
     )
+    context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
+    return runtime
 
 
 def demo_runtime(size: int = 64, seed: int = 0, *, clock: Callable[[], float] = time.time,
