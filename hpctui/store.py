@@ -23,8 +23,11 @@ from hpctui.model import (
     K8sNodeInfo,
     Mount,
     Node,
+    NodeResources,
     Part,
     Pod,
+    ProbeStatus,
+    ServiceState,
     SlurmJob,
     SlurmNodeInfo,
     SourceHealth,
@@ -112,6 +115,9 @@ class Store:
         self._gpus: dict[str, dict[str, tuple[Gpu, ...]]] = {}
         self._ib: dict[str, dict[str, tuple[IbPort, ...]]] = {}
         self._mounts: dict[str, dict[str, tuple[Mount, ...]]] = {}
+        self._services: dict[str, dict[str, tuple[ServiceState, ...]]] = {}
+        self._resources: dict[str, dict[str, NodeResources]] = {}
+        self._probes: dict[str, dict[str, ProbeStatus]] = {}
         self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
         self._pods: dict[str, tuple[Pod, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
@@ -148,6 +154,12 @@ class Store:
             self._ib[src] = dict(result.ib)
         if result.mounts is not None:
             self._mounts[src] = dict(result.mounts)
+        if result.services is not None:
+            self._services[src] = dict(result.services)
+        if result.resources is not None:
+            self._resources[src] = dict(result.resources)
+        if result.probes is not None:
+            self._probes[src] = dict(result.probes)
         if result.slurm_jobs is not None:
             self._jobs[src] = result.slurm_jobs
         if result.pods is not None:
@@ -207,6 +219,9 @@ class Store:
             gpus=_union(self._gpus),
             ib=_union(self._ib),
             mounts=_union(self._mounts),
+            services=_union(self._services),
+            resources=_union(self._resources),
+            probes=_union(self._probes),
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
             events=tuple(self._events),

@@ -7,6 +7,14 @@ from hpctui.model.ib import IbPort
 from hpctui.model.jobs import Pod, SlurmJob
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo, Taint, slurm_display_state
+from hpctui.model.probe import (
+    GpuProcess,
+    NodeResources,
+    NvLink,
+    ProbeStatus,
+    ServiceState,
+    ServiceStatus,
+)
 from hpctui.model.snapshot import (
     ClusterSnapshot,
     ControllerHealth,
@@ -16,8 +24,35 @@ from hpctui.model.snapshot import (
 )
 
 __all__ = [
-    "NA", "ClusterSnapshot", "ControllerHealth", "Event", "Gpu", "IbPort", "K8sNodeInfo",
-    "MigInstance", "Mount", "MountState", "Node", "Part", "Pod", "Severity", "SlurmJob",
-    "SlurmNodeInfo", "SourceHealth", "SourceResult", "Taint", "ThrottleReason", "XidEvent",
-    "fmt_na", "slurm_display_state", "worst", "xid_severity",
+    "NA",
+    "ClusterSnapshot",
+    "ControllerHealth",
+    "Event",
+    "Gpu",
+    "GpuProcess",
+    "IbPort",
+    "K8sNodeInfo",
+    "MigInstance",
+    "Mount",
+    "MountState",
+    "Node",
+    "NodeResources",
+    "NvLink",
+    "Part",
+    "Pod",
+    "ProbeStatus",
+    "ServiceState",
+    "ServiceStatus",
+    "Severity",
+    "SlurmJob",
+    "SlurmNodeInfo",
+    "SourceHealth",
+    "SourceResult",
+    "Taint",
+    "ThrottleReason",
+    "XidEvent",
+    "fmt_na",
+    "slurm_display_state",
+    "worst",
+    "xid_severity",
 ]

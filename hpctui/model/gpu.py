@@ -7,6 +7,7 @@ import enum
 import msgspec
 
 from hpctui.model.common import Severity
+from hpctui.model.probe import GpuProcess, NvLink
 
 
 class ThrottleReason(enum.IntFlag):
@@ -125,6 +126,8 @@ class Gpu(msgspec.Struct, frozen=True, kw_only=True):
     pcie_width_current: int | None = None
     pcie_width_max: int | None = None
     persistence_mode: bool | None = None
+    nvlinks: tuple[NvLink, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
     lost: bool = False  # fell off the bus / not answering NVML
 
     @property

@@ -16,6 +16,7 @@ from hpctui.model.ib import IbPort
 from hpctui.model.jobs import Pod, SlurmJob
 from hpctui.model.mount import Mount
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo
+from hpctui.model.probe import NodeResources, ProbeStatus, ServiceState
 
 
 class Part(enum.StrEnum):
@@ -30,6 +31,9 @@ class Part(enum.StrEnum):
     MOUNTS = "mounts"
     EVENTS = "events"
     CONTROLLER = "controller"
+    SERVICES = "services"
+    RESOURCES = "resources"
+    PROBES = "probes"
 
 
 class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +84,9 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
     mounts: dict[str, tuple[Mount, ...]] | None = None
     events: tuple[Event, ...] | None = None
     controller: ControllerHealth | None = None
+    services: dict[str, tuple[ServiceState, ...]] | None = None
+    resources: dict[str, NodeResources] | None = None
+    probes: dict[str, ProbeStatus] | None = None  # per-node reachability of a node-probing source
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
 
     def parts(self) -> list[Part]:
@@ -100,6 +107,9 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     pods: tuple[Pod, ...] = ()
     events: tuple[Event, ...] = ()
     controller: ControllerHealth | None = None
+    services: dict[str, tuple[ServiceState, ...]] = msgspec.field(default_factory=dict)
+    resources: dict[str, NodeResources] = msgspec.field(default_factory=dict)
+    probes: dict[str, ProbeStatus] = msgspec.field(default_factory=dict)
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names
