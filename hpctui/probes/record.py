@@ -329,8 +329,8 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     sec = secs.get("gpu")
     if sec is None:
         return None
-    if sec.rc == 127 and not sec.late:
-        return ()  # no nvidia-smi on this node: no GPUs
+    if not sec.late and (sec.rc == 127 or "No devices were found" in sec.text):
+        return ()  # no nvidia-smi, or no NVIDIA GPU, on this node
     if not _ok(sec):
         if not sec.late:
             warnings.append(f"gpu: nvidia-smi exit {sec.rc}: {_first_line(sec.text)}")
@@ -473,7 +473,7 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         stat = None
         if st is not None:
             latency = None
-            if m0 is not None and st.extra.isdigit():
+            if m0 is not None and st.extra.isdigit() and not st.late:
                 latency = max(0.0, (int(st.extra) - m0) / 1e6)
             stat = pn.StatResult(rc=st.rc, late=bool(st.late), latency_ms=latency,
                                  error=_first_line(st.text) or None)
