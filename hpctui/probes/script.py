@@ -11,7 +11,7 @@ No agent is installed on nodes. The loop prints one record per interval::
 ``late`` is 0 (finished in time), 1 (hit its timeout, or still running when the record was
 written; its output is then left out) or 2 (a previous run of the same probe is still stuck,
 e.g. ``stat -f`` on a hung NFS mount in D state: no new one is started). ``rc`` is the
-probe's exit status (124 when late). ``extra`` is the end time in ns for mount probes.
+probe's exit status (124 when late). ``extra`` is ``<start_ns> <end_ns>`` for mount probes.
 
 Every probe that can block runs in the background under ``timeout -k 1``; the loop never
 ``wait``\\ s on one (a process in D state cannot be killed, and ``timeout`` would wait for it),
@@ -245,7 +245,7 @@ st() {
   echo "$!" > "$W/$_n.pid"
   PEND="$PEND $_n"
 }
-# stt NAME TIMEOUT PATH: stat -f of a mount, recording when it ended.
+# stt NAME TIMEOUT PATH: stat -f of a mount, recording when it started and ended (ns).
 stt() {
   _n=$1; _t=$2; _m=$3
   SECS="$SECS $_n"
@@ -254,8 +254,9 @@ stt() {
     if kill -0 "$_p" 2>/dev/null; then STUCK="$STUCK $_n "; return 0; fi
   fi
   rm -f "$W/$_n.rc"
-  ( timeout -k 1 "$_t" stat -f -- "$_m" > /dev/null 2> "$W/$_n.out" < /dev/null; _r=$?
-    echo "$_r $(date +%s%N 2>/dev/null)" > "$W/$_n.rc" ) &
+  ( _s=$(date +%s%N 2>/dev/null)
+    timeout -k 1 "$_t" stat -f -- "$_m" > /dev/null 2> "$W/$_n.out" < /dev/null; _r=$?
+    echo "$_r $_s $(date +%s%N 2>/dev/null)" > "$W/$_n.rc" ) &
   echo "$!" > "$W/$_n.pid"
   PEND="$PEND $_n"
 }
@@ -451,8 +452,7 @@ _SVC_ROUND2 = r"""  rcof svc
 
 _MOUNTS = r"""  if [ -r "$PROC/self/mountinfo" ]; then
     grep -E @FSRE@ "$PROC/self/mountinfo" > "$W/mounts.out" 2>&1
-    M0=$(now_ns)
-    echo "0 $M0" > "$W/mounts.rc"; SECS="$SECS mounts"
+    echo 0 > "$W/mounts.rc"; SECS="$SECS mounts"
     while read -r _id _par _mm _root _mp _rest; do
       case $_id in ''|*[!0-9]*) continue;; esac
       _path=$(printf '%b' "$_mp")

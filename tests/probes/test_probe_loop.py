@@ -37,7 +37,7 @@ def shim_root(tmp_path_factory):
 def opts(root: Path, **kw) -> ProbeOptions:
     base: dict[str, object] = {
         "shim_root": str(root), "interval_s": 0.2, "probe_timeout_s": 1.0, "mount_timeout_s": 1.0,
-        "slow_mount_ms": 500, "slow_every": 1, "expected_mounts": ("/mnt/nfs/test", "/lustre/scratch", "/home")}
+        "slow_mount_ms": 5000, "slow_every": 1, "expected_mounts": ("/mnt/nfs/test", "/lustre/scratch", "/home")}
     base.update(kw)
     return ProbeOptions(**base)  # type: ignore[arg-type]
 
