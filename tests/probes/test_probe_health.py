@@ -26,7 +26,10 @@ def _reading(tmp_path, faults=frozenset(FAULTS)):
     return r
 
 
-def _snapshot(r, jobs=(SlurmJob(job_id=1234, state="RUNNING"),), slurm=True) -> ClusterSnapshot:
+JOB_1234 = (SlurmJob(job_id=1234, state="RUNNING"),)
+
+
+def _snapshot(r, jobs=JOB_1234, slurm=True) -> ClusterSnapshot:
     node = Node(name="gpu01", slurm=SlurmNodeInfo(base_state="MIXED") if slurm else None)
     return ClusterSnapshot(cluster="c", time=r.time, nodes={"gpu01": node}, gpus={"gpu01": r.gpus},
                            ib={"gpu01": r.ib}, mounts={"gpu01": r.mounts}, services={"gpu01": r.services},
