@@ -206,12 +206,12 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
         out.extend(nvlink_findings(gpu))
         out.extend(pcie_gen_findings(gpu))
         out.extend(gpu_process_findings(snapshot, gpu))
+    for service in snapshot.services.get(name, ()):
+        out.extend(service_findings(service))
     for port in snapshot.ib.get(name, ()):
         out.extend(ib_findings(port))
     for mount in snapshot.mounts.get(name, ()):
         out.extend(mount_findings(mount))
-    for service in snapshot.services.get(name, ()):
-        out.extend(service_findings(service))
     out.sort(key=lambda f: f.severity, reverse=True)
     return out
 
