@@ -483,6 +483,8 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         elif info.fstype == "beegfs" and bee_bad:
             problem = "beegfs-check-servers: " + "; ".join(bee_bad[:3])
         m = pn.mount_state(info, stat, state.slow_ms, problem)
+        if stat is None and m.detail is None:
+            m = msgspec.structs.replace(m, detail="liveness not probed (max_mount_probes)")
         out.append(msgspec.structs.replace(m, node=node))
     present = {m.target for m in out}
     for path in expected:

@@ -254,3 +254,21 @@ def test_node_identity_from_ssh_connection(tmp_path):
     (text,) = RecordSplitter().feed(out)
     r = parse_record("x", text, ProbeState(), 0.0)
     assert r.gpus is not None and len(r.gpus) == 1 and r.gpus[0].mig_mode_current
+
+
+def test_timeout_stand_in_for_nodes_without_coreutils_timeout():
+    script = build_probe_script(None, ProbeOptions())
+    body = script.split("if ! have timeout; then\n", 1)[1].split("\nfi\n", 1)[0]
+    for cmd, want in (("timeout -k 1 0.3 sleep 30", "124"), ("timeout -k 1 5 true", "0"),
+                      ("timeout 5 sh -c 'exit 3'", "3")):
+        out = subprocess.run([SHELL, "-c", f"{body}\n{cmd}; echo $?"], capture_output=True, text=True, timeout=30)
+        assert out.stdout.strip().splitlines()[-1] == want, cmd
+
+
+def test_mount_probes_are_capped(tmp_path):
+    root = build_shim_root(tmp_path, {"n": NodeSpec("cpu")})
+    with probe_loop(root, "n", opts(root, max_mount_probes=1, expected_mounts=())) as loop:
+        (r,) = loop.records(1)
+    states = {m.target: (m.state, m.detail) for m in r.mounts or ()}
+    assert states["/mnt/nfs/test"][0] is MountState.OK
+    assert states["/lustre/scratch"] == (MountState.UNKNOWN, "liveness not probed (max_mount_probes)")
