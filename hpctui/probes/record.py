@@ -150,7 +150,7 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
     epoch: float | None = None
     if len(fields) > 3 and fields[3].isdigit():
         v = int(fields[3])
-        epoch = v / 1e9 if v > 10**12 else float(v)
+        epoch = v / 1e9 if v > 10**14 else float(v)  # the loop prints ns; seconds from old loops
     sections: dict[str, Section] = {}
     last = len(chunks) - 1
     for i in range(1, len(chunks)):
