@@ -18,6 +18,7 @@ from hpctui.health import Thresholds, node_findings
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
+from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
@@ -180,6 +181,8 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
         lines.append(Content.assemble(*(_cell(title, w, "bold $primary") for title, w in _GPU_COLUMNS)))
         for gpu in gpus:
             lines.extend(gpu_lines(gpu, t))
+            lines.extend(probe_gpu_lines(gpu))
+    lines.extend(service_lines(snapshot, name))
     return Content("\n").join(lines)
 
 
