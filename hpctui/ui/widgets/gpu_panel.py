@@ -18,7 +18,6 @@ from hpctui.health import Thresholds, node_findings
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
-from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
@@ -160,6 +159,8 @@ def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
 
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> Content:
     """Everything the panel shows for one node, as one Content."""
+    from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines  # (keeps the import block as it was)
+
     if name is None:
         return Content("No node selected.")
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
