@@ -13,6 +13,11 @@ written; its output is then left out) or 2 (a previous run of the same probe is 
 e.g. ``stat -f`` on a hung NFS mount in D state: no new one is started). ``rc`` is the
 probe's exit status (124 when late). ``extra`` is ``<start_ns> <end_ns>`` for mount probes.
 
+Markers count only at the start of a line, and no probe lets node data start a line: process
+command lines are squeezed to printable ASCII on one ``cmd`` line, cgroup/uid lines are
+prefixed, kernel and journal lines start with their timestamp, sysfs lines with their path.
+So a user cannot forge or cut a record by naming a process ``@@hpctui end``.
+
 Every probe that can block runs in the background under ``timeout -k 1``; the loop never
 ``wait``\\ s on one (a process in D state cannot be killed, and ``timeout`` would wait for it),
 it polls for the exit status until a deadline and writes the record without the late ones.
