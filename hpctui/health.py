@@ -6,6 +6,8 @@ incident reports all agree on what "sick" means.
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Severity
@@ -144,9 +146,7 @@ def ib_findings(port: IbPort) -> list[Finding]:
         rising = ", ".join(f"{k}+{v}" for k, v in sorted(port.deltas.items()) if v > 0 and k != "port_xmit_wait")
         out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_errors", message=f"link errors rising: {rising}"))
     if port.flaps and not port.deltas.get("link_downed"):
-        last = port.last_down
-        when = "?" if last is None else "{:02d}:{:02d}:{:02d} UTC".format(*divmod(int(last) % 86400 // 60, 60),
-                                                                          int(last) % 60)
+        when = time.strftime("%H:%M:%S", time.localtime(port.last_down)) if port.last_down is not None else "?"
         out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_flapped",
                            message=f"link flapped {port.flaps}× (last down {when})"))
     return out
