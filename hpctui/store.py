@@ -173,10 +173,13 @@ class Store:
         for part in result.parts():
             self._collected_at[part.value] = t
             self._part_sources.setdefault(part.value, set()).add(src)
+        for part_name in result.part_errors:  # a part that failed alone still names its source
+            self._part_sources.setdefault(part_name, set()).add(src)
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
             last_error=None, consecutive_errors=0, last_duration_s=duration_s, warnings=result.warnings,
+            part_errors=dict(result.part_errors),
         )
         self._changed()
 
@@ -186,7 +189,7 @@ class Store:
         self._health[source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
             last_error=error, consecutive_errors=old.consecutive_errors + 1,
-            last_duration_s=old.last_duration_s, warnings=old.warnings,
+            last_duration_s=old.last_duration_s, warnings=old.warnings, part_errors=old.part_errors,
         )
         self._changed(data=False)
 

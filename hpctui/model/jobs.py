@@ -61,3 +61,12 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str | None = None
     restarts: int = 0
     start_time: float | None = None
+    created: float | None = None  # metadata.creationTimestamp (age)
+    ready: bool | None = None  # the Ready condition; None if the pod has none yet
+    mirror: bool = False  # a static pod's mirror (drain skips it)
+    uid: str | None = None
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+
+    @property
+    def daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"

@@ -60,6 +60,7 @@ class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
     consecutive_errors: int = 0
     last_duration_s: float | None = None
     warnings: tuple[str, ...] = ()  # non-fatal problems of the last success (a fallback used, records dropped)
+    part_errors: dict[str, str] = msgspec.field(default_factory=dict)  # Part -> why this one part failed (403, ...)
 
     def age(self, now: float) -> float | None:
         return None if self.last_success is None else max(0.0, now - self.last_success)
@@ -88,6 +89,9 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
     resources: dict[str, NodeResources] | None = None
     probes: dict[str, ProbeStatus] | None = None  # per-node reachability of a node-probing source
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
+    # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
+    # pods only): that part is left out (its data keeps its age) and its pane shows the error.
+    part_errors: dict[str, str] = msgspec.field(default_factory=dict)
 
     def parts(self) -> list[Part]:
         return [p for p in Part if getattr(self, p.value) is not None]
@@ -121,6 +125,8 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
             health = self.sources.get(name)
             if health is not None and health.last_error:
                 out.append(f"{name}: {health.last_error}")
+            elif health is not None and part.value in health.part_errors:
+                out.append(f"{name}: {health.part_errors[part.value]}")
         return out
 
     def part_age(self, part: Part, now: float | None = None) -> float | None:
