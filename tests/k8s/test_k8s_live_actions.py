@@ -51,7 +51,7 @@ async def test_cordon_uncordon_through_the_action_layer(lab: K8sLab, tmp_path: P
         assert "kubectl cordon gpu01.lab" in plan.commands[0]
         result = await rt.run_action(plan, True)
         assert result.ok, result.results
-        assert node(lab, "gpu01.lab")["spec"] == {"unschedulable": True}  # type: ignore[comparison-overlap]
+        assert node(lab, "gpu01.lab")["spec"]["unschedulable"] is True  # type: ignore[index]
         result = await act(rt, ActionKind.UNCORDON_NODES, ("gpu01",))
         assert result.ok and not node(lab, "gpu01.lab").get("spec", {}).get("unschedulable")  # type: ignore[attr-defined]
         bad = rt.executor.plan(ActionKind.CORDON_NODES, ("nosuch",), {}, rt.store.snapshot())
@@ -109,7 +109,7 @@ async def test_drain_pdb_429_then_201(lab: K8sLab, tmp_path: Path) -> None:
         msg = result.results[0].message
         assert "evicted 2 pod(s) via policy/v1beta1" in msg and "skipped 2" in msg
         assert src.eviction_version() == "policy/v1beta1"  # 1.20 serves no policy/v1 (discovery)
-        assert node(lab, "gpu02.lab")["spec"] == {"unschedulable": True}  # type: ignore[comparison-overlap]
+        assert node(lab, "gpu02.lab")["spec"]["unschedulable"] is True  # type: ignore[index]
         left = {p["metadata"]["name"] for ns in ("hpc", "gpu-operator")
                 for p in lab.ok("GET", f"/api/v1/namespaces/{ns}/pods")["items"]}
         assert left == {"nvidia-dcgm-exporter-x", "static-gpu02"}  # grace 0: evicted pods are gone

@@ -243,6 +243,9 @@ class K8sLab:
             spec["nodeName"] = node
         doc = self.ok("POST", f"/api/v1/namespaces/{ns}/pods",
                       {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
-        if phase:
-            doc = self.merge(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": {"phase": phase}})
+        if phase:  # Running pods are Ready too: the 1.20 eviction lets a PDB ignore not-ready pods
+            status: dict[str, Any] = {"phase": phase}
+            if phase == "Running":
+                status["conditions"] = [{"type": "Ready", "status": "True"}]
+            doc = self.merge(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status})
         return dict(doc)
