@@ -168,14 +168,14 @@ class K8sLab:
         return path
 
     def http(self, method: str, path: str, body: Any = None, token: str = "admin-token",
-             content_type: str = "application/json") -> tuple[int, Any]:
+             content_type: str = "application/json", timeout: float = 300.0) -> tuple[int, Any]:
         """A plain HTTPS request (for test set-up: status patches, CRDs, PDBs)."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.host + path, data=data, method=method,
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": content_type,
                                               "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=30) as resp:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as resp:
                 raw = resp.read()
                 status = resp.status
         except urllib.error.HTTPError as exc:
@@ -249,3 +249,32 @@ class K8sLab:
                 status["conditions"] = [{"type": "Ready", "status": "True"}]
             doc = self.merge(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status})
         return dict(doc)
+
+
+def create_pods(lab: K8sLab, ns: str, count: int, node: str, *, threads: int = 8, prefix: str = "bulk") -> None:
+    """``count`` Running pods on ``node``, created over pooled connections of the official client."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys_path_root = str(HERE.parents[2])
+    import sys
+    if sys_path_root not in sys.path:
+        sys.path.insert(0, sys_path_root)
+    from hpctui.sources.k8s.client import KubeClient
+    from hpctui.sources.k8s.settings import K8sSettings
+
+    client = KubeClient(K8sSettings(kubeconfig=str(lab.kubeconfig()), timeout_s=60))
+
+    def one(i: int) -> None:
+        name = f"{prefix}-{i:05d}"
+        client.request("POST", f"/api/v1/namespaces/{ns}/pods", body={
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": prefix}, "ownerReferences": [{
+                "apiVersion": "batch/v1", "kind": "Job", "name": f"{prefix}-job", "uid": "u", "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox",
+                                                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+        client.request("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status",
+                       body={"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+                       content_type="application/merge-patch+json")
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, range(count)))
