@@ -52,7 +52,8 @@ NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
             kind=ActionKind.CANCEL_REBOOT, show=False),
     _act("node.cordon", "c", ActionKind.CORDON_NODES, "Cordon", "heatmap"),
     _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
-    _act("node.k8s_drain", "D", ActionKind.K8S_DRAIN_NODES, "K8s drain", "heatmap"),
+    KeySpec("node.k8s_drain", "D", "request_action('k8s_drain')", "K8s drain (evict pods)", "heatmap",
+            kind=ActionKind.K8S_DRAIN_NODES, show=False),
 )
 NODE_JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("node.requeue_jobs", "R", ActionKind.REQUEUE_JOBS, "Requeue jobs here", "heatmap"),
