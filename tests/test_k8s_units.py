@@ -145,3 +145,23 @@ def test_plans_name_the_pods_and_reject_unknown_nodes() -> None:
     assert not mig.runnable and "not a valid label value" in mig.errors[0]
     ok = src.plan(ActionKind.MIG_RECONFIGURE, ("gpu01",), {"layout": "all-balanced"}, snap)
     assert ok.runnable and any("use GPUs" in w for w in ok.warnings)
+
+
+def test_platform_pods_not_ready_are_node_findings() -> None:
+    from hpctui.findings import findings_for
+    from hpctui.health import Thresholds
+
+    snap = ClusterSnapshot(cluster="c", time=0.0, nodes={"gpu01": Node(name="gpu01", k8s=K8sNodeInfo(
+        name="gpu01", conditions={"Ready": "True"}))}, pods=(
+        Pod(namespace="gpu-operator", name="nvidia-device-plugin-daemonset-x", node="gpu01", phase="Running",
+            owner_kind="DaemonSet", owner_name="nvidia-device-plugin-daemonset", reason="CrashLoopBackOff"),
+        Pod(namespace="gpu-operator", name="nvidia-dcgm-exporter-y", node="gpu01", phase="Running", ready=True,
+            owner_kind="DaemonSet", owner_name="nvidia-dcgm-exporter"),
+        Pod(namespace="kube-system", name="ebs-csi-node-z", node="gpu01", phase="Pending",
+            owner_kind="DaemonSet", owner_name="ebs-csi-node"),
+        Pod(namespace="hpc", name="train", node="gpu01", phase="Failed", owner_kind="Job")))
+    found = findings_for(snap, Thresholds()).node("gpu01")
+    assert [(f.code, f.message) for f in found] == [
+        ("platform_pod", "device plugin pod gpu-operator/nvidia-device-plugin-daemonset-x: CrashLoopBackOff"),
+        ("platform_pod", "CSI node plugin pod kube-system/ebs-csi-node-z: Pending"),
+    ]
