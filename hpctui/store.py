@@ -21,6 +21,7 @@ from hpctui.model import (
     Gpu,
     IbPort,
     K8sNodeInfo,
+    K8sQueueItem,
     Mount,
     Node,
     NodeResources,
@@ -120,6 +121,7 @@ class Store:
         self._probes: dict[str, dict[str, ProbeStatus]] = {}
         self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
         self._pods: dict[str, tuple[Pod, ...]] = {}
+        self._k8s_queues: dict[str, tuple[K8sQueueItem, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -166,6 +168,8 @@ class Store:
             self._pods[src] = tuple(
                 p if p.node is None else _with_node(p, self.name_map.to_slurm(p.node)) for p in result.pods
             )
+        if result.k8s_queues is not None:
+            self._k8s_queues[src] = result.k8s_queues
         if result.events is not None:
             self._events.extend(result.events)
         if result.controller is not None:
@@ -227,6 +231,7 @@ class Store:
             probes=_union(self._probes),
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
+            k8s_queues=_concat(self._k8s_queues) if self._k8s_queues else (),
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),

@@ -165,3 +165,18 @@ def test_platform_pods_not_ready_are_node_findings() -> None:
         ("platform_pod", "device plugin pod gpu-operator/nvidia-device-plugin-daemonset-x: CrashLoopBackOff"),
         ("platform_pod", "CSI node plugin pod kube-system/ebs-csi-node-z: Pending"),
     ]
+
+
+def test_queue_items_from_kueue_and_volcano_objects() -> None:
+    wl = convert.queue_item("Workload", "kueue.x-k8s.io/v1beta2", {
+        "metadata": {"name": "w", "namespace": "hpc"}, "spec": {"queueName": "q"},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "True"},
+                                  {"type": "Admitted", "status": "True"}]}})
+    assert (wl.state, wl.queue, wl.message) == ("Admitted", "q", None)
+    evicted = convert.queue_item("Workload", "kueue.x-k8s.io/v1beta1", {
+        "metadata": {"name": "e"}, "status": {"conditions": [
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "by higher priority"}]}})
+    assert (evicted.state, evicted.message) == ("Evicted", "Preempted: by higher priority")
+    for kind in ("Workload", "ClusterQueue", "LocalQueue", "PodGroup", "Queue"):  # null everything
+        item = convert.queue_item(kind, "x/v9", {"metadata": {"name": "n"}, "spec": None, "status": None})
+        assert item.name == "n" and item.kind == kind

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from hpctui.model import Event, K8sNodeInfo, Pod, Severity, Taint
+from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, Severity, Taint
 from hpctui.sanitize import clean_text
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -210,3 +210,61 @@ def event_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     """Identity of one event occurrence: uid plus its count (a repeat bumps the count)."""
     meta = _d(obj, "metadata")
     return (str(meta.get("uid") or meta.get("name") or ""), str(obj.get("count") or obj.get("lastTimestamp") or ""))
+
+
+# -- batch schedulers (CRDs, discovered) ---------------------------------------------
+KUEUE_GROUP = "kueue.x-k8s.io"
+VOLCANO_GROUP = "scheduling.volcano.sh"
+# group -> ((plural, kind, namespaced), ...)
+QUEUE_RESOURCES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    KUEUE_GROUP: (("clusterqueues", "ClusterQueue", False), ("localqueues", "LocalQueue", True),
+                  ("workloads", "Workload", True)),
+    VOLCANO_GROUP: (("queues", "Queue", False), ("podgroups", "PodGroup", True)),
+}
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("type")): c for c in _l(status, "conditions") if isinstance(c, dict) and c.get("type")}
+
+
+def _cond_text(cond: Mapping[str, Any]) -> str | None:
+    return ": ".join(x for x in (_s(cond, "reason"), _s(cond, "message")) if x) or None
+
+
+def queue_item(kind: str, api: str, obj: Mapping[str, Any]) -> K8sQueueItem:
+    """One Kueue or Volcano object; unknown versions are read with the same field names."""
+    name = clean_text(name_of(obj))
+    meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
+    conds = _conditions(status)
+    ns = _s(meta, "namespace")
+    if kind == "Workload":
+        state, message = "Pending", None
+        for ctype in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
+            if _s(conds.get(ctype, {}), "status") == "True":
+                state = ctype
+                message = _cond_text(conds[ctype]) if ctype == "Evicted" else None
+                break
+        if state == "Pending":
+            waiting = conds.get("QuotaReserved") or conds.get("Admitted") or {}
+            message = _cond_text(waiting)
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queueName"),
+                            state=state, message=message)
+    if kind in ("ClusterQueue", "LocalQueue"):
+        active = conds.get("Active")
+        state = "Active" if active is None or _s(active, "status") == "True" else "Inactive"
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "clusterQueue"),
+                            state=state, message=_cond_text(active) if state == "Inactive" and active else None,
+                            pending=_i(status.get("pendingWorkloads")),
+                            admitted=_i(status.get("admittedWorkloads", status.get("reservingWorkloads"))))
+    if kind == "PodGroup":
+        phase = _s(status, "phase") or "Pending"
+        why = None
+        for c in reversed(_l(status, "conditions")):
+            if isinstance(c, dict) and _s(c, "type") == "Unschedulable" and _s(c, "status") == "True":
+                why = _cond_text(c)
+                break
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queue"), state=phase,
+                            message=why if phase in ("Pending", "Inqueue", "Unknown") else None)
+    # Volcano Queue
+    return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, state=_s(status, "state") or "Unknown",
+                        pending=_i(status.get("pending")), admitted=_i(status.get("running")))

@@ -26,6 +26,8 @@ class K8sSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     page_size: int = 500  # list pagination (limit/continue)
     events: bool = True  # watch Warning events
     event_limit: int = 300  # newest Warning events kept from the first list
+    queues: bool = True  # Kueue / Volcano objects when their CRDs are served (discovered, not assumed)
+    queue_interval_s: float = 15.0  # how often those are listed
     # drain defaults (kubectl drain semantics)
     drain_grace_period_s: int = -1  # -1 = each pod's own terminationGracePeriodSeconds
     drain_timeout_s: float = 120.0  # give up on pods a PodDisruptionBudget keeps blocking (429) after this

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hpctui.model import Event, K8sNodeInfo, Part, Pod, SourceResult
+from hpctui.model import Event, K8sNodeInfo, Part, SourceResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
@@ -89,6 +89,8 @@ class K8sSource(K8sActions):
             streams.append(Stream("pods", Part.PODS, f"{base}/pods"))
             if s.events:
                 streams.append(Stream("events", Part.EVENTS, f"{base}/events", {"fieldSelector": "type=Warning"}))
+        if s.queues:
+            streams.append(Stream("queues", Part.K8S_QUEUES, "/apis"))
         return streams
 
     def _node_name(self, k8s_name: str) -> str:
@@ -108,6 +110,10 @@ class K8sSource(K8sActions):
         backoff = BACKOFF_MIN_S
         while not self._stop.is_set():
             try:
+                if stream.resource == "queues":  # CRDs: discovered and listed now and then, not watched
+                    self._list_queues(stream)
+                    self._stop.wait(self.settings.queue_interval_s)
+                    continue
                 if stream.rv is None:
                     self._list(stream)
                 self._watch(stream)
@@ -185,6 +191,44 @@ class K8sSource(K8sActions):
             stream.error = None
             stream.lists += 1
             stream.version += 1
+
+    def _list_queues(self, stream: Stream) -> None:
+        """Kueue and Volcano objects, if their API groups are served (discovery, never assumed)."""
+        _, doc = self.client.request("GET", "/apis", verb="get", resource="apis (discovery)")
+        served: dict[str, str] = {}
+        for group in doc.get("groups") or []:
+            if isinstance(group, dict) and group.get("name") in convert.QUEUE_RESOURCES:
+                preferred = group.get("preferredVersion") or {}
+                version = preferred.get("version") if isinstance(preferred, dict) else None
+                if version:
+                    served[str(group["name"])] = str(version)
+        items: dict[str, Any] = {}
+        dropped: dict[str, str] = {}
+        for group, version in served.items():
+            api = f"{group}/{version}"
+            for plural, kind, _namespaced in convert.QUEUE_RESOURCES[group]:
+                try:
+                    raw, _ = self.client.list_all(f"/apis/{api}/{plural}", resource=f"{plural}.{group}")
+                except K8sError as exc:
+                    if exc.status == 404:  # group served, this resource not (another version's CRD set)
+                        continue
+                    raise
+                for obj in raw:
+                    meta = obj.get("metadata") if isinstance(obj, dict) else None
+                    meta = meta if isinstance(meta, dict) else {}
+                    key = f"{kind}/{meta.get('namespace') or ''}/{meta.get('name') or '?'}"
+                    try:
+                        items[key] = convert.queue_item(kind, api, obj)
+                    except Exception as exc:  # one bad record costs one record
+                        dropped[key] = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            if items.keys() != stream.items.keys() or any(items[k] != stream.items[k] for k in items):
+                stream.items = items
+                stream.version += 1
+            stream.dropped = dropped
+            stream.synced = True
+            stream.error = None
+            stream.lists += 1
 
     def _trim_seen(self) -> None:
         limit = self.settings.event_limit * 20
@@ -276,13 +320,14 @@ class K8sSource(K8sActions):
                     healthy.append(part)
                 else:
                     part_errors[part.value] = bad.error or f"{bad.resource}: not listed yet"
-            if not healthy:
-                first = next(iter(part_errors.values()), "no data")
+            if not any(p in healthy for p in (Part.K8S_NODES, Part.PODS, Part.EVENTS)):
+                first = next(iter(part_errors.values()), "no data")  # nothing but discovery works
                 raise SourceError(first)
             warnings = [f"{part}: {err}" for part, err in part_errors.items()]
             dropped = [(s.resource, k, why) for s in self.streams for k, why in s.dropped.items()]
             nodes = self._build(Part.K8S_NODES, by_part) if Part.K8S_NODES in healthy else None
             pods = self._build(Part.PODS, by_part) if Part.PODS in healthy else None
+            queues = self._build(Part.K8S_QUEUES, by_part) if Part.K8S_QUEUES in healthy else None
             events: tuple[Event, ...] | None = None
             if Part.EVENTS in healthy:
                 events = tuple(self._new_events)
@@ -291,7 +336,7 @@ class K8sSource(K8sActions):
             res, key, why = dropped[0]
             warnings.append(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}")
         return SourceResult(source=self.name, time=now, k8s_nodes=nodes, pods=pods, events=events,
-                            warnings=tuple(warnings), part_errors=part_errors)
+                            k8s_queues=queues, warnings=tuple(warnings), part_errors=part_errors)
 
     def _build(self, part: Part, by_part: dict[Part, list[Stream]]) -> Any:
         """The part's merged items; rebuilt only when a stream changed (called under the lock)."""
@@ -307,10 +352,10 @@ class K8sSource(K8sActions):
                 nodes.update((n.name, n) for n in s.items.values())
             value = nodes
         else:
-            pods: list[Pod] = []
+            objs: list[Any] = []
             for s in streams:
-                pods.extend(s.items.values())
-            value = tuple(pods)
+                objs.extend(s.items.values())
+            value = tuple(objs)
         self._built[part] = (version, value)
         return value
 
