@@ -133,3 +133,47 @@ async def test_cordon_uncordon_and_drain_keys_act_on_the_real_server(lab: K8sLab
     await runtime.stop()
     audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [a["action"] for a in audit] == ["cordon", "uncordon", "k8s_drain"]
+
+
+async def test_pod_keys_describe_logs_delete(lab: K8sLab, tmp_path: Path) -> None:
+    from hpctui.ui.screens.pod_detail import PodDetailScreen
+    from hpctui.ui.widgets.tables import PodTable
+
+    _bed(lab)
+    lab.ok("POST", "/api/v1/namespaces/hpc/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "train-0.1"},
+        "involvedObject": {"kind": "Pod", "name": "train-0", "namespace": "hpc"}, "type": "Warning",
+        "reason": "BackOff", "message": "Back-off pulling image \x1b[31mbusybox", "count": 1,
+        "lastTimestamp": "2024-05-01T10:00:00Z"})
+    runtime = runtime_from_config(load_config(write_config(tmp_path, lab)), "lab")
+    app = HpcApp(runtime)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _wait(pilot, lambda: len(runtime.store.snapshot().pods) == 2, "pods in the store")
+        table = app.screen.query_one("#pods", PodTable)
+        table.focus()
+        table.set_filter("train-0")
+        await _wait(pilot, lambda: table.cursor_key == "hpc/train-0", "train-0 under the cursor")
+
+        await pilot.press("enter")
+        await _wait(pilot, lambda: isinstance(app.screen, PodDetailScreen) and app.screen.text is not None,
+                    "the description")
+        screen = app.screen
+        assert isinstance(screen, PodDetailScreen) and screen.text is not None
+        assert "kind: Pod" in screen.text and "nvidia.com/gpu: '8'" in screen.text
+        assert "WARNING  BackOff: Back-off pulling image" in screen.text and "\x1b" not in screen.text
+        await pilot.press("escape")
+
+        await pilot.press("l")  # no kubelet here: the server's refusal is shown as text
+        await _wait(pilot, lambda: isinstance(app.screen, PodDetailScreen) and app.screen.text is not None,
+                    "the logs answer")
+        assert isinstance(app.screen, PodDetailScreen) and "pods/log" in (app.screen.text or "")
+        await pilot.press("escape")
+
+        dialog = await _run(app, pilot, "ctrl+d")
+        assert dialog.result is not None and dialog.result.ok, dialog.result
+        assert dialog.plan.commands == ("DELETE /api/v1/namespaces/hpc/pods/train-0",)
+        await pilot.press("escape")
+        assert lab.http("GET", "/api/v1/namespaces/hpc/pods/train-0")[0] in (200, 404)
+        doc = lab.http("GET", "/api/v1/namespaces/hpc/pods/train-0")[1]
+        assert doc.get("code") == 404 or doc["metadata"].get("deletionTimestamp")  # gone or terminating
+    await runtime.stop()

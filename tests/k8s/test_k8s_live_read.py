@@ -203,6 +203,12 @@ async def test_bad_kubeconfig_and_server_restart(lab: K8sLab, tmp_path: Path) ->
     finally:
         await missing.close()
     lab.make_node("n1")
+    expired = make_source(lab, token="expired-token", user="expired")  # a token the server does not know
+    try:
+        with pytest.raises(SourceError, match="401 Unauthorized: list nodes: Unauthorized"):
+            await expired.collect()
+    finally:
+        await expired.close()
     src = make_source(lab, watch_timeout_s=30)
     try:
         await src.collect()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from hpctui.sources.k8s.settings import K8sSettings
 
 K8S_KINDS = frozenset({ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES, ActionKind.K8S_DRAIN_NODES,
-                       ActionKind.MIG_RECONFIGURE})
+                       ActionKind.MIG_RECONFIGURE, ActionKind.DELETE_PODS})
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 MIG_DONE = ("success", "failed")
 
@@ -77,6 +77,8 @@ class K8sActions:
         if kind not in K8S_KINDS:
             return ActionPlan(kind=kind, source=self.name, targets=targets, params=params,
                               errors=(f"Kubernetes cannot {kind.value}",))
+        if kind is ActionKind.DELETE_PODS:
+            return self._plan_delete(targets, params, snapshot)
         for t in targets:
             node = snapshot.nodes.get(t)
             if node is None or node.k8s is None:
@@ -148,6 +150,42 @@ class K8sActions:
                           commands=tuple(commands), affected=tuple(affected), warnings=tuple(warnings),
                           errors=tuple(errors), rejected_targets=tuple(rejected), notes=tuple(notes))
 
+    def _plan_delete(self, targets: tuple[str, ...], params: dict[str, str],
+                     snapshot: ClusterSnapshot) -> ActionPlan:
+        by_key = {f"{p.namespace}/{p.name}": p for p in snapshot.pods}
+        found: list[str] = []
+        rejected: list[str] = []
+        errors: list[str] = []
+        warnings: list[str] = []
+        grace = _int_param(params, "grace_period_s", -1, errors)
+        for t in dict.fromkeys(targets):
+            pod = by_key.get(t)
+            if pod is None:
+                rejected.append(t)
+                errors.append(f"unknown pod {t!r} (not in the last Kubernetes read)")
+                continue
+            found.append(t)
+            if pod.owner_kind is None:
+                warnings.append(f"{t} has no controller: it will not come back")
+            elif pod.daemonset:
+                warnings.append(f"{t} is a DaemonSet pod: its controller recreates it on the same node")
+        suffix = "" if grace < 0 else f"?gracePeriodSeconds={grace:g}"
+        commands = tuple(f"DELETE /api/v1/namespaces/{t.split('/', 1)[0]}/pods/{t.split('/', 1)[1]}{suffix}"
+                         for t in found)
+        return ActionPlan(kind=ActionKind.DELETE_PODS, source=self.name, targets=tuple(found), params=params,
+                          commands=commands, affected=tuple(pod_label(by_key[t]) + (f" on {by_key[t].node}" if
+                                                                                   by_key[t].node else "")
+                                                            for t in found),
+                          warnings=tuple(warnings), errors=tuple(errors), rejected_targets=tuple(rejected))
+
+    def _delete_pod(self, plan: ActionPlan, target: str) -> TargetResult:
+        ns, _, name = target.partition("/")
+        grace = _int_param(plan.params, "grace_period_s", -1, [])
+        query = {"gracePeriodSeconds": int(grace)} if grace >= 0 else None
+        status, _ = self.client.request("DELETE", f"/api/v1/namespaces/{q(ns)}/pods/{q(name)}", query=query,
+                                        verb="delete", resource="pods", ok=(404,))
+        return TargetResult(target=target, ok=True, message="already gone" if status == 404 else "deleted")
+
     # -- execute ----------------------------------------------------------------------
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
         return await asyncio.to_thread(self._execute, plan)
@@ -158,7 +196,9 @@ class K8sActions:
         for target in plan.targets:
             kn = self._k8s_name(plan, target)
             try:
-                if plan.kind is ActionKind.CORDON_NODES:
+                if plan.kind is ActionKind.DELETE_PODS:
+                    results.append(self._delete_pod(plan, target))
+                elif plan.kind is ActionKind.CORDON_NODES:
                     results.append(self._cordon(target, kn, True))
                 elif plan.kind is ActionKind.UNCORDON_NODES:
                     results.append(self._cordon(target, kn, False))

@@ -21,11 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from hpctui.model import Event, K8sNodeInfo, Part, SourceResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
-from hpctui.sources.k8s.client import K8sError, KubeClient, q
+from hpctui.sources.k8s.client import K8sError, KubeClient, error_from, q
 from hpctui.sources.k8s.settings import K8sSettings
 
 if TYPE_CHECKING:
@@ -358,6 +360,45 @@ class K8sSource(K8sActions):
             value = tuple(objs)
         self._built[part] = (version, value)
         return value
+
+    # -- on-demand reads (pod keys) ------------------------------------------------------
+    async def describe_pod(self, namespace: str, name: str) -> str:
+        """The pod as YAML plus its events, like ``kubectl describe`` gives the facts."""
+        return await asyncio.to_thread(self._describe_pod, namespace, name)
+
+    def _describe_pod(self, namespace: str, name: str) -> str:
+        import yaml
+
+        _, pod = self.client.request("GET", f"/api/v1/namespaces/{q(namespace)}/pods/{q(name)}", verb="get",
+                                     resource="pods")
+        if isinstance(pod.get("metadata"), dict):
+            pod["metadata"].pop("managedFields", None)
+        text = yaml.safe_dump(pod, sort_keys=False, default_flow_style=False, allow_unicode=True)
+        try:
+            events, _ = self.client.list_all(f"/api/v1/namespaces/{q(namespace)}/events", query={
+                "fieldSelector": f"involvedObject.kind=Pod,involvedObject.name={name}"}, resource="events")
+        except K8sError as exc:
+            return f"{text}\nEvents: {exc.describe()}\n"
+        lines = [f"  {e.severity.name:<8} {e.message}" for e in
+                 sorted((convert.event(ev, self._node_name) for ev in events if isinstance(ev, dict)),
+                        key=lambda e: e.time)]
+        return f"{text}\nEvents:\n" + ("\n".join(lines) if lines else "  <none>") + "\n"
+
+    async def pod_logs(self, namespace: str, name: str, container: str | None = None, tail: int = 200) -> str:
+        """The last ``tail`` log lines of a container (the first one unless named)."""
+        return await asyncio.to_thread(self._pod_logs, namespace, name, container, tail)
+
+    def _pod_logs(self, namespace: str, name: str, container: str | None, tail: int) -> str:
+        resp = self.client._call("GET", f"/api/v1/namespaces/{q(namespace)}/pods/{q(name)}/log",
+                                 query={"tailLines": tail, "container": container}, verb="get", resource="pods/log")
+        data = resp.read() or b""
+        if not 200 <= resp.status <= 299:
+            try:
+                doc = msgspec.json.decode(data)
+            except msgspec.DecodeError:
+                doc = {"message": data[:300].decode("utf-8", "replace")}
+            raise error_from(resp.status, doc, "get", "pods/log", resp.reason)
+        return data.decode("utf-8", "replace") or "(no log lines)"
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-stream bookkeeping (lists, 410 relists, bookmarks, resourceVersion): for tests and `describe`."""

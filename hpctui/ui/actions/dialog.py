@@ -39,6 +39,7 @@ TITLES: dict[ActionKind, str] = {
     ActionKind.UNCORDON_NODES: "Uncordon Kubernetes nodes",
     ActionKind.K8S_DRAIN_NODES: "Drain Kubernetes nodes (evict pods)",
     ActionKind.MIG_RECONFIGURE: "Reconfigure MIG",
+    ActionKind.DELETE_PODS: "Delete Kubernetes pods",
 }
 MAX_LISTED = 12
 
