@@ -184,8 +184,7 @@ class PodTable(VirtualTable[Pod]):
     BINDINGS = bindings(POD_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
-        super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search,
-                         markable=True, id=id)
+        super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search, id=id)
         self.actions_enabled = actions_enabled
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
