@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from k8s_helpers import gfd_labels
 from k8slab import K8sLab
-from textual.widgets import Button, Input
+from textual.widgets import Button, Input, Static
 
 from hpctui.config import load_config
 from hpctui.runtime import runtime_from_config
@@ -124,7 +124,26 @@ async def test_cordon_uncordon_and_drain_keys_act_on_the_real_server(lab: K8sLab
         await pilot.press("escape")
         assert not _unschedulable(lab, "gpu01.lab")
 
-        dialog = await _run(app, pilot, "D")
+        pdb = "/apis/policy/v1beta1/namespaces/hpc/poddisruptionbudgets"
+        doc = lab.ok("POST", pdb, {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+                                   "metadata": {"name": "train"},
+                                   "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "w"}}}})
+
+        def allow(n: int) -> None:
+            lab.merge(f"{pdb}/train/status", {"status": {
+                "observedGeneration": doc["metadata"].get("generation", 1), "disruptionsAllowed": n,
+                "currentHealthy": 1, "desiredHealthy": 1 - n, "expectedPods": 1}})
+        allow(0)
+        await pilot.press("D")
+        await _wait(pilot, lambda: isinstance(app.screen, ActionDialog), "the drain dialog")
+        dialog = app.screen
+        assert isinstance(dialog, ActionDialog) and dialog.plan.runnable
+        await pilot.click("#run")
+        result = dialog.query_one("#result", Static)
+        await _wait(pilot, lambda: "hpc/train-0 blocked (429), retrying" in str(result.render()),
+                    "per-pod progress in the dialog")
+        allow(1)
+        await _wait(pilot, lambda: dialog.result is not None, "the drain result")
         assert dialog.result is not None and dialog.result.ok, dialog.result
         assert "evict hpc/train-0 (Job/train), 8 GPU, Running on gpu01" in dialog.plan.affected
         assert any("DaemonSet pod" in a for a in dialog.plan.affected)
