@@ -69,6 +69,7 @@ class K8sSource(K8sActions):
         self.settings = settings
         self.name = settings.name
         self.interval_s = settings.interval_s
+        self.timeout_s = settings.timeout_s  # the poller's limit for one collect() (plus its margin)
         self.clock = clock
         self.name_map = name_map
         self.client = KubeClient(settings, api_client)
@@ -300,8 +301,8 @@ class K8sSource(K8sActions):
     # -- Source -----------------------------------------------------------------------
     async def collect(self) -> SourceResult:
         self.start()
-        deadline = time.monotonic() + self.settings.timeout_s
-        while time.monotonic() < deadline:  # the first collect waits for the initial lists
+        deadline = time.monotonic() + self.settings.timeout_s * 0.9
+        while time.monotonic() < deadline:  # the first collect waits (bounded) for the initial lists
             with self._lock:
                 if all(s.settled for s in self.streams):
                     break
