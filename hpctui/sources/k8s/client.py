@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -50,7 +51,8 @@ def load_api_client(settings: K8sSettings) -> Any:
         if settings.in_cluster:
             config.load_incluster_config(client_configuration=cfg)
         else:
-            config.load_kube_config(config_file=settings.kubeconfig, context=settings.context,
+            path = str(Path(settings.kubeconfig).expanduser()) if settings.kubeconfig else None
+            config.load_kube_config(config_file=path, context=settings.context,
                                     client_configuration=cfg, persist_config=False)
     except ConfigException as exc:
         raise K8sError(0, f"kubeconfig: {exc}", verb="load", resource="config") from None
