@@ -45,6 +45,7 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of the demo cluster (default 0)")
     p.add_argument("--config", type=Path, metavar="PATH", help=f"config file (default {default_config_path()})")
     p.add_argument("--cluster", metavar="NAME", help="which configured cluster to show")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context for the cluster's k8s sources")
 
 
 def build_parser() -> OneLineParser:
@@ -76,6 +77,12 @@ def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: 
                           "or pass --config PATH")
     config = load_config(path)
     cluster = pick_cluster(config, args.cluster, str(path))
+    if getattr(args, "context", None):  # --context overrides every k8s source's kubeconfig context
+        entries = [e for e in config.clusters[cluster].sources if e.get("kind") == "k8s"]
+        if not entries:
+            raise ConfigError(f"{path}: --context given but cluster {cluster!r} has no k8s source")
+        for entry in entries:
+            entry["context"] = args.context
     return runtime_from_config(config, cluster, read_only=read_only, theme=theme)
 
 

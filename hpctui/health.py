@@ -10,7 +10,7 @@ import time
 
 import msgspec
 
-from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Severity
+from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
 from hpctui.model.gpu import XID_MEANING, xid_severity
 from hpctui.model.probe import ServiceState, ServiceStatus
 
@@ -195,6 +195,41 @@ def node_state_findings(node: Node) -> list[Finding]:
     return out
 
 
+# Per-node platform pods (DaemonSets): the GPU Operator's components, CSI node plugins and the
+# NVIDIA Network Operator's. One that is not Running and Ready is a problem of its node.
+PLATFORM_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("nvidia-driver", "GPU driver"), ("nvidia-container-toolkit", "container toolkit"),
+    ("nvidia-device-plugin", "device plugin"), ("nvidia-dcgm-exporter", "dcgm-exporter"),
+    ("nvidia-dcgm", "DCGM"), ("nvidia-mig-manager", "MIG manager"), ("gpu-feature-discovery", "GFD"),
+    ("nvidia-operator-validator", "operator validator"), ("mofed", "MOFED driver"),
+    ("rdma-shared-dp", "RDMA device plugin"), ("sriov-device-plugin", "SR-IOV device plugin"),
+    ("nv-ipam", "nv-ipam"), ("csi", "CSI node plugin"),
+)
+
+
+def platform_component(pod: Pod) -> str | None:
+    """The platform component a DaemonSet pod belongs to, or None for ordinary pods."""
+    if pod.owner_kind != "DaemonSet":
+        return None
+    owner = (pod.owner_name or pod.name).lower()
+    for prefix, label in PLATFORM_COMPONENTS:
+        if owner.startswith(prefix) or (prefix == "csi" and "csi" in owner and "node" in owner):
+            return label
+    return None
+
+
+def platform_pod_findings(pod: Pod) -> list[Finding]:
+    component = platform_component(pod)
+    if component is None or pod.node is None:
+        return []
+    if pod.phase == "Running" and pod.ready is not False and not pod.reason:
+        return []
+    why = pod.reason or ("not Ready" if pod.phase == "Running" else pod.phase)
+    severity = Severity.ERROR if pod.phase in ("Failed", "Unknown") or pod.reason else Severity.WARNING
+    return [Finding(severity=severity, object=f"pod/{pod.namespace}/{pod.name}", code="platform_pod",
+                    message=f"{component} pod {pod.namespace}/{pod.name}: {why}")]
+
+
 def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[Finding]:
     """Everything wrong with one node, worst first."""
     out: list[Finding] = []
@@ -212,6 +247,11 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
         out.extend(ib_findings(port))
     for mount in snapshot.mounts.get(name, ()):
         out.extend(mount_findings(mount))
+    if snapshot.pods:
+        from hpctui.correlate import workload_index  # one pods-by-node index per snapshot
+
+        for pod in workload_index(snapshot).pods_on(name):
+            out.extend(platform_pod_findings(pod))
     out.sort(key=lambda f: f.severity, reverse=True)
     return out
 

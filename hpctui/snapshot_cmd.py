@@ -54,6 +54,10 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
     lines.append("jobs: " + (", ".join(f"{k} {v}" for k, v in sorted(states.items())) or "none"))
     phases = Counter(p.phase for p in snapshot.pods)
     lines.append("pods: " + (", ".join(f"{k} {v}" for k, v in sorted(phases.items())) or "none"))
+    for q in snapshot.k8s_queues:  # Kueue / Volcano objects (k8s source, when their CRDs exist)
+        where = f"{q.namespace}/" if q.namespace else ""
+        counts = "" if q.pending is None else f" pending {q.pending} admitted {fmt_na(q.admitted)}"
+        lines.append(f"{q.kind} {where}{q.name}: {q.state}{counts}" + (f" ({q.message})" if q.message else ""))
     problems = [f for f in all_findings(snapshot, thresholds) if f.severity >= Severity.WARNING]
     lines.append(f"findings (warning and worse): {len(problems)}")
     lines.extend(f"  {f.severity.name:<8} {f.object:<28} {f.message}" for f in problems)

@@ -21,6 +21,7 @@ from hpctui.model import (
     Gpu,
     IbPort,
     K8sNodeInfo,
+    K8sQueueItem,
     Mount,
     Node,
     NodeResources,
@@ -120,6 +121,7 @@ class Store:
         self._probes: dict[str, dict[str, ProbeStatus]] = {}
         self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
         self._pods: dict[str, tuple[Pod, ...]] = {}
+        self._k8s_queues: dict[str, tuple[K8sQueueItem, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -166,6 +168,8 @@ class Store:
             self._pods[src] = tuple(
                 p if p.node is None else _with_node(p, self.name_map.to_slurm(p.node)) for p in result.pods
             )
+        if result.k8s_queues is not None:
+            self._k8s_queues[src] = result.k8s_queues
         if result.events is not None:
             self._events.extend(result.events)
         if result.controller is not None:
@@ -173,10 +177,13 @@ class Store:
         for part in result.parts():
             self._collected_at[part.value] = t
             self._part_sources.setdefault(part.value, set()).add(src)
+        for part_name in result.part_errors:  # a part that failed alone still names its source
+            self._part_sources.setdefault(part_name, set()).add(src)
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
             last_error=None, consecutive_errors=0, last_duration_s=duration_s, warnings=result.warnings,
+            part_errors=dict(result.part_errors),
         )
         self._changed()
 
@@ -186,7 +193,7 @@ class Store:
         self._health[source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
             last_error=error, consecutive_errors=old.consecutive_errors + 1,
-            last_duration_s=old.last_duration_s, warnings=old.warnings,
+            last_duration_s=old.last_duration_s, warnings=old.warnings, part_errors=old.part_errors,
         )
         self._changed(data=False)
 
@@ -224,6 +231,7 @@ class Store:
             probes=_union(self._probes),
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
+            k8s_queues=_concat(self._k8s_queues) if self._k8s_queues else (),
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),

@@ -64,7 +64,7 @@ def test_good_config_is_typed(tmp_path: Path) -> None:
         ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'slurm'\nbackend = 'rest'", "needs rest_url"),
         ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'toaster'", "unknown source kind 'toaster'"),
         ("[clusters.a]\n[[clusters.a.sources]]\nsize = 3", "clusters.a.sources[0].kind: missing"),
-        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'k8s'", "not implemented in this version"),
+        ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'k8s'\nin_cluster = true\ncontext = 'x'", "in_cluster = true takes no kubeconfig or context"),
         ("default_cluster = 'nope'\n[clusters.a]", "default_cluster: no cluster named 'nope'"),
     ],
 )

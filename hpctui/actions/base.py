@@ -26,6 +26,7 @@ class ActionKind(enum.StrEnum):
     UNCORDON_NODES = "uncordon"
     K8S_DRAIN_NODES = "k8s_drain"
     MIG_RECONFIGURE = "mig_reconfigure"
+    DELETE_PODS = "delete_pod"  # targets are "namespace/name"
 
 
 NODE_ACTIONS = frozenset({
@@ -41,7 +42,7 @@ JOB_ACTIONS = frozenset({
 DESTRUCTIVE = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES, ActionKind.REQUEUE_JOBS,
     ActionKind.REQUEUE_HOLD_JOBS, ActionKind.CANCEL_JOBS, ActionKind.K8S_DRAIN_NODES,
-    ActionKind.MIG_RECONFIGURE,
+    ActionKind.MIG_RECONFIGURE, ActionKind.DELETE_PODS,
 })
 # Parameters an action cannot run without.
 REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {

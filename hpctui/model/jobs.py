@@ -47,6 +47,22 @@ def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | N
     return str(job_id)
 
 
+class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True):
+    """A batch-scheduler object, when its CRDs exist: Kueue Workload / ClusterQueue / LocalQueue,
+    Volcano PodGroup / Queue. ``state`` is the scheduler's word (Pending, Admitted, Inqueue, Open, ...);
+    ``message`` says why something waits."""
+
+    kind: str
+    api: str  # group/version it was read as, e.g. "kueue.x-k8s.io/v1beta1"
+    name: str
+    namespace: str | None = None
+    queue: str | None = None  # the queue a workload/pod group is in; a LocalQueue's ClusterQueue
+    state: str = "Unknown"
+    message: str | None = None
+    pending: int | None = None  # queues: workloads / pod groups waiting
+    admitted: int | None = None  # queues: admitted (Kueue) or running (Volcano)
+
+
 class Pod(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str
     name: str
@@ -61,3 +77,12 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True):
     scheduler: str | None = None
     restarts: int = 0
     start_time: float | None = None
+    created: float | None = None  # metadata.creationTimestamp (age)
+    ready: bool | None = None  # the Ready condition; None if the pod has none yet
+    mirror: bool = False  # a static pod's mirror (drain skips it)
+    uid: str | None = None
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+
+    @property
+    def daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"

@@ -70,6 +70,17 @@ class K8sNodeInfo(msgspec.Struct, frozen=True, kw_only=True):
     unschedulable: bool = False
     gpu_capacity: int | None = None
     gpu_allocatable: int | None = None
+    mig_capacity: dict[str, int] = msgspec.field(default_factory=dict)  # "1g.10gb" -> n (nvidia.com/mig-*)
+    mig_allocatable: dict[str, int] = msgspec.field(default_factory=dict)
+
+    @property
+    def mig_config(self) -> str | None:
+        """GPU Operator MIG manager: requested layout and its state (pending/rebooting/success/failed)."""
+        return self.labels.get("nvidia.com/mig.config")
+
+    @property
+    def mig_state(self) -> str | None:
+        return self.labels.get("nvidia.com/mig.config.state")
 
     @property
     def ready(self) -> str:

@@ -13,7 +13,7 @@ import msgspec
 from hpctui.model.event import Event
 from hpctui.model.gpu import Gpu
 from hpctui.model.ib import IbPort
-from hpctui.model.jobs import Pod, SlurmJob
+from hpctui.model.jobs import K8sQueueItem, Pod, SlurmJob
 from hpctui.model.mount import Mount
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo
 from hpctui.model.probe import NodeResources, ProbeStatus, ServiceState
@@ -34,6 +34,7 @@ class Part(enum.StrEnum):
     SERVICES = "services"
     RESOURCES = "resources"
     PROBES = "probes"
+    K8S_QUEUES = "k8s_queues"
 
 
 class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,6 +61,7 @@ class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
     consecutive_errors: int = 0
     last_duration_s: float | None = None
     warnings: tuple[str, ...] = ()  # non-fatal problems of the last success (a fallback used, records dropped)
+    part_errors: dict[str, str] = msgspec.field(default_factory=dict)  # Part -> why this one part failed (403, ...)
 
     def age(self, now: float) -> float | None:
         return None if self.last_success is None else max(0.0, now - self.last_success)
@@ -87,7 +89,11 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
     services: dict[str, tuple[ServiceState, ...]] | None = None
     resources: dict[str, NodeResources] | None = None
     probes: dict[str, ProbeStatus] | None = None  # per-node reachability of a node-probing source
+    k8s_queues: tuple[K8sQueueItem, ...] | None = None  # Kueue / Volcano objects, when their CRDs exist
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
+    # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
+    # pods only): that part is left out (its data keeps its age) and its pane shows the error.
+    part_errors: dict[str, str] = msgspec.field(default_factory=dict)
 
     def parts(self) -> list[Part]:
         return [p for p in Part if getattr(self, p.value) is not None]
@@ -110,6 +116,7 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     services: dict[str, tuple[ServiceState, ...]] = msgspec.field(default_factory=dict)
     resources: dict[str, NodeResources] = msgspec.field(default_factory=dict)
     probes: dict[str, ProbeStatus] = msgspec.field(default_factory=dict)
+    k8s_queues: tuple[K8sQueueItem, ...] = ()
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names
@@ -121,6 +128,8 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
             health = self.sources.get(name)
             if health is not None and health.last_error:
                 out.append(f"{name}: {health.last_error}")
+            elif health is not None and part.value in health.part_errors:
+                out.append(f"{name}: {health.part_errors[part.value]}")
         return out
 
     def part_age(self, part: Part, now: float | None = None) -> float | None:

@@ -16,7 +16,7 @@ from textual.timer import Timer
 
 from hpctui.runtime import Runtime
 from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, bindings
-from hpctui.ui.messages import ActionRequested, JobDetailRequested, SnapshotChanged
+from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
 from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
@@ -146,6 +146,11 @@ class HpcApp(App[None]):
         from hpctui.ui.actions import ActionDialog
 
         self.push_screen(ActionDialog(self.runtime, message.kind, message.targets, message.params))
+
+    def on_pod_detail_requested(self, message: PodDetailRequested) -> None:
+        from hpctui.ui.screens.pod_detail import PodDetailScreen
+
+        self.push_screen(PodDetailScreen(self.runtime, message.pod, message.what))
 
     def on_job_detail_requested(self, message: JobDetailRequested) -> None:
         from hpctui.ui.screens.job_detail import JobDetailScreen

@@ -52,6 +52,8 @@ NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
             kind=ActionKind.CANCEL_REBOOT, show=False),
     _act("node.cordon", "c", ActionKind.CORDON_NODES, "Cordon", "heatmap"),
     _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
+    KeySpec("node.k8s_drain", "D", "request_action('k8s_drain')", "K8s drain (evict pods)", "heatmap",
+            kind=ActionKind.K8S_DRAIN_NODES, show=False),
 )
 NODE_JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("node.requeue_jobs", "R", ActionKind.REQUEUE_JOBS, "Requeue jobs here", "heatmap"),
@@ -74,15 +76,20 @@ JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("job.release", "l", ActionKind.RELEASE_JOBS, "Release", "queue"),
     _act("job.cancel", "x", ActionKind.CANCEL_JOBS, "Cancel", "queue"),
 )
+POD_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("pod.describe", "enter", "pod_detail('describe')", "Describe", "pods"),
+    KeySpec("pod.logs", "l", "pod_detail('logs')", "Logs", "pods"),
+    _act("pod.delete", "ctrl+d", ActionKind.DELETE_PODS, "Delete", "pods"),
+)
 LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
-ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
+ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",
-    "queue": "Slurm queue", "links": "IB links / mounts",
+    "queue": "Slurm queue", "links": "IB links / mounts", "pods": "K8s pods",
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from hpctui.actions.base import ActionKind
-from hpctui.model import SlurmJob
+from hpctui.model import Pod, SlurmJob
 
 
 class SnapshotChanged(Message):
@@ -29,6 +29,15 @@ class ActionRequested(Message):
 
     def __repr__(self) -> str:
         return f"ActionRequested({self.kind.value!r}, {self.targets!r})"
+
+
+class PodDetailRequested(Message):
+    """A key on a pod row: the app shows the pod's description (YAML + events) or its logs."""
+
+    def __init__(self, pod: Pod, what: str) -> None:
+        super().__init__()
+        self.pod = pod
+        self.what = what  # "describe" or "logs"
 
 
 class JobDetailRequested(Message):

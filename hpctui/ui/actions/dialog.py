@@ -39,6 +39,7 @@ TITLES: dict[ActionKind, str] = {
     ActionKind.UNCORDON_NODES: "Uncordon Kubernetes nodes",
     ActionKind.K8S_DRAIN_NODES: "Drain Kubernetes nodes (evict pods)",
     ActionKind.MIG_RECONFIGURE: "Reconfigure MIG",
+    ActionKind.DELETE_PODS: "Delete Kubernetes pods",
 }
 MAX_LISTED = 12
 
@@ -195,8 +196,15 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
 
     @work(exclusive=True, group="action", description="action")
     async def _wait_for(self, task: asyncio.Task[ActionResult]) -> None:
-        self.query_one("#result", Static).update(Text(f"running {self.kind.value} on {len(self.plan.targets)} target(s)…"))
+        running = f"running {self.kind.value} on {len(self.plan.targets)} target(s)…"
+        self.query_one("#result", Static).update(Text(running))
+        backend = next((b for b in self.runtime.executor.backends if b.name == self.plan.source), None)
         try:
+            while not task.done():  # a backend that reports progress (K8s drain: per pod) is shown live
+                await asyncio.wait({task}, timeout=0.5)
+                progress = getattr(backend, "progress", None)
+                if isinstance(progress, list) and progress:
+                    self.query_one("#result", Static).update(Text("\n".join([running, *progress[-8:]])))
             self.result = await asyncio.shield(task)  # the runtime owns the task; we only watch it
         finally:
             self.running = False

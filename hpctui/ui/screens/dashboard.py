@@ -39,7 +39,8 @@ class DashboardScreen(Screen[None]):
         self.gpu_panel = GpuPanel(id="gpu-panel")
         self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, id="queue"),
                                     id="queue-pane")
-        self.pods_pane = TablePane("K8s pods", pod_table(id="pods"), id="pods-pane")
+        self.pods_pane = TablePane("K8s pods", pod_table(id="pods", actions_enabled=self.actions_enabled),
+                                   id="pods-pane")
         self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
         self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
                                                           id="mounts-pane")

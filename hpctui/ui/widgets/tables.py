@@ -14,8 +14,8 @@ from hpctui.actions.base import ActionKind
 from hpctui.health import ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
-from hpctui.ui.keys import JOB_ACTION_KEYS, QUEUE_KEYS, bindings
-from hpctui.ui.messages import ActionRequested, JobDetailRequested
+from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
+from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
 
 # Text colours (readable on the table background): Textual's own status colours,
@@ -178,8 +178,33 @@ def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
     return sorted(pods, key=rank)
 
 
-def pod_table(id: str | None = None) -> VirtualTable[Pod]:
-    return VirtualTable(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search, id=id)
+class PodTable(VirtualTable[Pod]):
+    """K8s pods, keys as k9s users expect: enter describes, l shows logs, ctrl+d deletes."""
+
+    BINDINGS = bindings(POD_KEYS)
+
+    def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
+        super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search, id=id)
+        self.actions_enabled = actions_enabled
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "request_action":
+            return self.actions_enabled
+        return True
+
+    def action_request_action(self, kind: str) -> None:
+        targets = self.targets()
+        if targets:
+            self.post_message(ActionRequested(ActionKind(kind), targets))
+
+    def action_pod_detail(self, what: str) -> None:
+        pod = self.cursor_row
+        if pod is not None:
+            self.post_message(PodDetailRequested(pod, what))
+
+
+def pod_table(id: str | None = None, *, actions_enabled: bool = True) -> PodTable:
+    return PodTable(actions_enabled=actions_enabled, id=id)
 
 
 def link_table(id: str | None = None) -> VirtualTable[LinkRow]:

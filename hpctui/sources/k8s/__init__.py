@@ -1,0 +1,1 @@
+"""Kubernetes source: list + watch of nodes, pods and Warning events; cordon, drain, MIG labels."""

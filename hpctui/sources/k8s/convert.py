@@ -1,0 +1,270 @@
+"""Raw Kubernetes objects (JSON dicts as the API server sends them) → the typed model.
+
+Pure functions, no client: fed by lists and watch events of the source and by tests.
+Every field may be missing or null (``_d``/``_l`` make that harmless); every string
+goes through :func:`hpctui.sanitize.clean_text`. A malformed object raises
+:class:`BadObject`, which the source turns into one dropped record and a warning.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, Severity, Taint
+from hpctui.sanitize import clean_text
+
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# Queue labels/annotations: Kueue's LocalQueue label; Volcano's queue annotation (set on the pods of a vcjob).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+VOLCANO_QUEUE_KEYS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
+NODE_LABEL_SKIP = ("feature.node.kubernetes.io/",)  # NFD CPU flags: hundreds per node, not shown
+KNOWN_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+
+
+class BadObject(ValueError):
+    """An object the model cannot hold (no name, wrong types)."""
+
+
+def _d(obj: Any, key: str) -> dict[str, Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _l(obj: Any, key: str) -> list[Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def _s(obj: Any, key: str) -> str | None:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    if value is None:
+        return None
+    return clean_text(value if isinstance(value, str) else str(value))
+
+
+def _i(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return parse_quantity_int(value) if isinstance(value, str) else None
+
+
+def parse_quantity_int(text: str) -> int | None:
+    """Integer quantities as extended resources use them ("8", "1k"); None for anything else."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    for suffix, mult in (("k", 1000), ("M", 1000**2), ("G", 1000**3)):
+        if text.endswith(suffix) and text[:-1].isdigit():
+            return int(text[:-1]) * mult
+    return None
+
+
+def parse_time(text: Any) -> float | None:
+    """RFC 3339 as the API server writes it ("2024-01-01T00:00:00Z", MicroTime with fractions)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    name = _d(obj, "metadata").get("name")
+    if not isinstance(name, str) or not name:
+        raise BadObject("object without metadata.name")
+    return name
+
+
+def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
+    name = clean_text(name_of(obj))
+    meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
+    conditions: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    for cond in _l(status, "conditions"):
+        ctype = _s(cond, "type")
+        if not ctype:
+            continue
+        conditions[ctype] = _s(cond, "status") or "Unknown"
+        text = " ".join(x for x in (_s(cond, "reason"), _s(cond, "message")) if x)
+        if text:
+            messages[ctype] = text
+    taints = tuple(
+        Taint(key=_s(t, "key") or "?", effect=_s(t, "effect") or "?", value=_s(t, "value"))
+        for t in _l(spec, "taints") if isinstance(t, dict)
+    )
+    labels = {clean_text(str(k)): clean_text(str(v)) for k, v in _d(meta, "labels").items()
+              if not str(k).startswith(NODE_LABEL_SKIP)}
+    capacity, allocatable = _d(status, "capacity"), _d(status, "allocatable")
+    mig_cap = {clean_text(k[len(MIG_PREFIX):]): n for k, v in capacity.items()
+               if k.startswith(MIG_PREFIX) and (n := _i(v)) is not None}
+    mig_alloc = {clean_text(k[len(MIG_PREFIX):]): n for k, v in allocatable.items()
+                 if k.startswith(MIG_PREFIX) and (n := _i(v)) is not None}
+    return K8sNodeInfo(
+        name=name, conditions=conditions, condition_messages=messages, taints=taints, labels=labels,
+        unschedulable=spec.get("unschedulable") is True,
+        gpu_capacity=_i(capacity.get(GPU_RESOURCE)), gpu_allocatable=_i(allocatable.get(GPU_RESOURCE)),
+        mig_capacity=mig_cap, mig_allocatable=mig_alloc,
+    )
+
+
+def _gpu_request(container: Mapping[str, Any]) -> int:
+    resources = _d(container, "resources")
+    limits, requests = _d(resources, "limits"), _d(resources, "requests")
+    total = 0
+    for key in {*limits, *requests}:
+        if key == GPU_RESOURCE or key.startswith(MIG_PREFIX):
+            total += _i(limits.get(key, requests.get(key))) or 0
+    return total
+
+
+def _container_problem(statuses: list[Any]) -> tuple[str | None, str | None, int]:
+    """(reason, message, restarts) of the first container in trouble."""
+    reason = message = None
+    restarts = 0
+    for cs in statuses:
+        if not isinstance(cs, dict):
+            continue
+        restarts += _i(cs.get("restartCount")) or 0
+        if reason is not None:
+            continue
+        state, last = _d(cs, "state"), _d(cs, "lastState")
+        waiting, terminated = _d(state, "waiting"), _d(state, "terminated")
+        if waiting and _s(waiting, "reason") not in (None, "ContainerCreating", "PodInitializing"):
+            reason, message = _s(waiting, "reason"), _s(waiting, "message")
+            last_term = _d(last, "terminated")
+            if reason == "CrashLoopBackOff" and last_term:
+                code = last_term.get("exitCode")
+                message = f"last exit: {_s(last_term, 'reason') or '?'} (code {code})"
+        elif terminated and _s(terminated, "reason") not in (None, "Completed"):
+            reason, message = _s(terminated, "reason"), _s(terminated, "message")
+    return reason, message, restarts
+
+
+def pod(obj: Mapping[str, Any]) -> Pod:
+    name = clean_text(name_of(obj))
+    meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
+    namespace = _s(meta, "namespace") or "default"
+    labels, annotations = _d(meta, "labels"), _d(meta, "annotations")
+    owner = next((o for o in _l(meta, "ownerReferences") if isinstance(o, dict) and o.get("controller")),
+                 next((o for o in _l(meta, "ownerReferences") if isinstance(o, dict)), {}))
+    reason, message, restarts = _container_problem(_l(status, "initContainerStatuses")
+                                                   + _l(status, "containerStatuses"))
+    phase = _s(status, "phase") or "Unknown"
+    if reason is None:
+        for cond in _l(status, "conditions"):
+            if _s(cond, "type") == "PodScheduled" and _s(cond, "status") == "False":
+                reason, message = _s(cond, "reason") or "Unschedulable", _s(cond, "message")
+        if reason is None and _s(status, "reason"):  # Evicted, NodeLost, ...
+            reason, message = _s(status, "reason"), _s(status, "message")
+    if meta.get("deletionTimestamp") and reason is None:
+        reason = "Terminating"
+    queue = labels.get(KUEUE_QUEUE_LABEL) or next(
+        (v for k in VOLCANO_QUEUE_KEYS if (v := annotations.get(k) or labels.get(k))), None)
+    gpus = sum(_gpu_request(c) for c in _l(spec, "containers") if isinstance(c, dict))
+    ready = None
+    for cond in _l(status, "conditions"):
+        if _s(cond, "type") == "Ready":
+            ready = _s(cond, "status") == "True"
+    return Pod(
+        namespace=namespace, name=name, node=_s(spec, "nodeName"), phase=phase, reason=reason, message=message,
+        gpus_requested=gpus, owner_kind=_s(owner, "kind"), owner_name=_s(owner, "name"),
+        queue=clean_text(str(queue)) if queue else None, scheduler=_s(spec, "schedulerName"), restarts=restarts,
+        start_time=parse_time(status.get("startTime")), created=parse_time(meta.get("creationTimestamp")),
+        ready=ready, mirror=MIRROR_ANNOTATION in annotations, uid=_s(meta, "uid"),
+        labels={clean_text(str(k)): clean_text(str(v)) for k, v in labels.items()},
+    )
+
+
+def event(obj: Mapping[str, Any], node_name: Any = None) -> Event:
+    """A core/v1 Event as a model Event; ``node_name`` maps K8s node names (the join key)."""
+    involved = _d(obj, "involvedObject")
+    kind = (_s(involved, "kind") or "object").lower()
+    name = _s(involved, "name") or "?"
+    ns = _s(involved, "namespace")
+    if kind == "node" and node_name is not None:
+        target = f"node/{node_name(name)}"
+    elif ns:
+        target = f"{kind}/{ns}/{name}"
+    else:
+        target = f"{kind}/{name}"
+    when = (parse_time(obj.get("lastTimestamp")) or parse_time(obj.get("eventTime"))
+            or parse_time(obj.get("firstTimestamp")) or parse_time(_d(obj, "metadata").get("creationTimestamp")))
+    count = _i(obj.get("count"))
+    text = ": ".join(x for x in (_s(obj, "reason"), _s(obj, "message")) if x) or "(no message)"
+    if count and count > 1:
+        text += f" (×{count})"
+    severity = Severity.WARNING if _s(obj, "type") == "Warning" else Severity.INFO
+    return Event(time=when or 0.0, source="k8s", object=target, severity=severity, message=text)
+
+
+def event_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """Identity of one event occurrence: uid plus its count (a repeat bumps the count)."""
+    meta = _d(obj, "metadata")
+    return (str(meta.get("uid") or meta.get("name") or ""), str(obj.get("count") or obj.get("lastTimestamp") or ""))
+
+
+# -- batch schedulers (CRDs, discovered) ---------------------------------------------
+KUEUE_GROUP = "kueue.x-k8s.io"
+VOLCANO_GROUP = "scheduling.volcano.sh"
+# group -> ((plural, kind, namespaced), ...)
+QUEUE_RESOURCES: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    KUEUE_GROUP: (("clusterqueues", "ClusterQueue", False), ("localqueues", "LocalQueue", True),
+                  ("workloads", "Workload", True)),
+    VOLCANO_GROUP: (("queues", "Queue", False), ("podgroups", "PodGroup", True)),
+}
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("type")): c for c in _l(status, "conditions") if isinstance(c, dict) and c.get("type")}
+
+
+def _cond_text(cond: Mapping[str, Any]) -> str | None:
+    return ": ".join(x for x in (_s(cond, "reason"), _s(cond, "message")) if x) or None
+
+
+def queue_item(kind: str, api: str, obj: Mapping[str, Any]) -> K8sQueueItem:
+    """One Kueue or Volcano object; unknown versions are read with the same field names."""
+    name = clean_text(name_of(obj))
+    meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
+    conds = _conditions(status)
+    ns = _s(meta, "namespace")
+    if kind == "Workload":
+        state, message = "Pending", None
+        for ctype in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
+            if _s(conds.get(ctype, {}), "status") == "True":
+                state = ctype
+                message = _cond_text(conds[ctype]) if ctype == "Evicted" else None
+                break
+        if state == "Pending":
+            waiting = conds.get("QuotaReserved") or conds.get("Admitted") or {}
+            message = _cond_text(waiting)
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queueName"),
+                            state=state, message=message)
+    if kind in ("ClusterQueue", "LocalQueue"):
+        active = conds.get("Active")
+        state = "Active" if active is None or _s(active, "status") == "True" else "Inactive"
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "clusterQueue"),
+                            state=state, message=_cond_text(active) if state == "Inactive" and active else None,
+                            pending=_i(status.get("pendingWorkloads")),
+                            admitted=_i(status.get("admittedWorkloads", status.get("reservingWorkloads"))))
+    if kind == "PodGroup":
+        phase = _s(status, "phase") or "Pending"
+        why = None
+        for c in reversed(_l(status, "conditions")):
+            if isinstance(c, dict) and _s(c, "type") == "Unschedulable" and _s(c, "status") == "True":
+                why = _cond_text(c)
+                break
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queue"), state=phase,
+                            message=why if phase in ("Pending", "Inqueue", "Unknown") else None)
+    # Volcano Queue
+    return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, state=_s(status, "state") or "Unknown",
+                        pending=_i(status.get("pending")), admitted=_i(status.get("running")))

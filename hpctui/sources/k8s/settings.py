@@ -1,0 +1,51 @@
+"""The TOML section of one Kubernetes source (``[[clusters.NAME.sources]] kind = "k8s"``).
+
+Validating this must not import the ``kubernetes`` client: the builder imports it lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:
+    from hpctui.sources.k8s.source import K8sSource
+    from hpctui.sources.registry import SourceContext
+
+
+class K8sSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str = "k8s"
+    kubeconfig: str | None = None  # default: $KUBECONFIG, then ~/.kube/config
+    context: str | None = None  # kubeconfig context; the CLI's --context overrides it
+    in_cluster: bool = False  # use the pod's service account instead of a kubeconfig
+    namespaces: list[str] = msgspec.field(default_factory=list)  # empty = all namespaces
+    interval_s: float = 2.0  # how often the watched state is handed to the store
+    timeout_s: float = 15.0  # one list/patch/eviction request
+    watch_timeout_s: int = 300  # server-side timeout of one watch; it is then resumed from the last resourceVersion
+    page_size: int = 500  # list pagination (limit/continue)
+    events: bool = True  # watch Warning events
+    event_limit: int = 300  # newest Warning events kept from the first list
+    queues: bool = True  # Kueue / Volcano objects when their CRDs are served (discovered, not assumed)
+    queue_interval_s: float = 15.0  # how often those are listed
+    # drain defaults (kubectl drain semantics)
+    drain_grace_period_s: int = -1  # -1 = each pod's own terminationGracePeriodSeconds
+    drain_timeout_s: float = 120.0  # give up on pods a PodDisruptionBudget keeps blocking (429) after this
+    drain_retry_s: float = 5.0  # wait between eviction attempts after a 429
+    mig_timeout_s: float = 600.0  # follow nvidia.com/mig.config.state this long
+
+    def __post_init__(self) -> None:
+        if self.interval_s <= 0 or self.timeout_s <= 0 or self.watch_timeout_s <= 0:
+            raise ValueError("interval_s, timeout_s and watch_timeout_s must be > 0")
+        if self.page_size < 1:
+            raise ValueError("page_size must be >= 1")
+        if self.in_cluster and (self.kubeconfig or self.context):
+            raise ValueError("in_cluster = true takes no kubeconfig or context")
+        if self.drain_timeout_s <= 0 or self.drain_retry_s <= 0 or self.mig_timeout_s <= 0:
+            raise ValueError("drain_timeout_s, drain_retry_s and mig_timeout_s must be > 0")
+
+
+def build_k8s_source(settings: K8sSettings, context: SourceContext) -> K8sSource:
+    from hpctui.sources.k8s.source import K8sSource
+
+    return K8sSource(settings, name_map=context.name_map)
