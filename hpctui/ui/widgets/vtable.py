@@ -21,6 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
+from textual.widget import Widget
+from textual.widgets import Input
 
 from hpctui.ui.keys import TABLE_KEYS, bindings
 from hpctui.ui.palette import Palette
@@ -52,6 +54,18 @@ _NAV: list[BindingType] = [
     Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
     Binding("left", "scroll_left", show=False), Binding("right", "scroll_right", show=False),
 ]
+
+
+async def feed_key(target: Widget, event: events.Key) -> None:
+    """Give ``target`` a key that was queued for another widget: a printable character is
+    typed into an Input, any other key runs ``target``'s own binding for it (enter, escape,
+    backspace); keys it has no binding for are dropped — never passed on as an action."""
+    if event.is_printable and event.character is not None and isinstance(target, Input):
+        target.insert_text_at_cursor(event.character)
+        return
+    for binding in target._bindings.key_to_bindings.get(event.key, ()):
+        if await target.app.run_action(binding.action, target):
+            return
 
 
 class VirtualTable(ScrollView, Generic[T], can_focus=True):
@@ -107,6 +121,10 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         gutter = 2 if markable else 0
         self._gutter = gutter
         self._width = gutter + sum(c.width + 1 for c in self.columns)
+        # Set by the pane around the table: opens its filter input and returns it. Keys that
+        # were already queued for this table behind ``/`` are fed to that input (see on_key).
+        self.filter_opener: Callable[[], Widget | None] | None = None
+        self._key_sink: Widget | None = None
 
     # -- data down ------------------------------------------------------------
     def set_rows(self, rows: Sequence[T]) -> None:
@@ -255,10 +273,20 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
                 cached = self._lines[index] = self._format_row(self.view[index])
             strip = cached
             if index == self.cursor:
-                palette = self._palette or Palette.from_app(self.app)
-                cursor = palette.on("block-cursor-background" if self.has_focus else "panel", bold=self.has_focus)
-                strip = strip.extend_cell_length(max(width + scroll_x, self._width)).apply_style(cursor)
+                strip = strip.extend_cell_length(max(width + scroll_x, self._width), self._base_style)
+                # A post-style: the row's cells carry the table background, which a plain
+                # apply_style (a base style) would leave on top, hiding the cursor row.
+                strip = Strip(Segment.apply_style(strip, post_style=self._cursor_style()), strip.cell_length)
         return strip.crop(scroll_x, scroll_x + width)
+
+    def _cursor_style(self) -> Style:
+        """Focused: the theme's cursor colour with contrasting bold text. Unfocused: a dimmer
+        tint that keeps the cells' own colours, so the row an action would hit stays visible."""
+        palette = self._palette or Palette.from_app(self.app)
+        if self.has_focus:
+            return palette.on("block-cursor-background", bold=True)
+        tint = palette.solid("block-cursor-blurred-background") or palette.solid("panel")
+        return Style(bgcolor=tint.rich_color) if tint is not None else Style(underline=True)
 
     def on_focus(self) -> None:
         self._refresh_cursor()
@@ -305,7 +333,32 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self.sort_by(self.sort_column, reverse=not self.sort_reverse)
 
     def action_start_filter(self) -> None:
-        self.post_message(self.FilterRequested(self))
+        if self.filter_opener is not None:
+            self._key_sink = self.filter_opener()
+        else:
+            self.post_message(self.FilterRequested(self))
+
+    def _is_filter_key(self, key: str) -> bool:
+        return any(b.action == "start_filter" for b in self._bindings.key_to_bindings.get(key, ()))
+
+    async def on_key(self, event: events.Key) -> None:
+        """Keys typed right after ``/`` belong to the filter, never to this table's actions.
+
+        A terminal delivers a fast typist's keys together: the app forwards each to the widget
+        focused *when it arrives*, so "/xyz" queues all four here before ``/`` has been handled.
+        ``/`` is therefore handled here, in queue order (opening the filter and moving focus at
+        once), and every key still queued behind it is fed to the filter input."""
+        sink = self._key_sink
+        if sink is not None and sink.is_attached and self.screen.focused is sink:
+            event.stop()
+            event.prevent_default()
+            await feed_key(sink, event)
+            return
+        self._key_sink = None
+        if self.filter_opener is not None and self._is_filter_key(event.key):
+            event.stop()
+            event.prevent_default()
+            self.action_start_filter()
 
     def action_toggle_mark(self) -> None:
         key = self.cursor_key
