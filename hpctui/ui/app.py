@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from hpctui.runtime import Runtime
-from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, bindings
+from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
@@ -33,7 +33,7 @@ FALLBACK_THEMES = ("dark", "light", "wall")
 class HpcApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "hpctui"
-    BINDINGS = bindings(GLOBAL_KEYS) + _READ_ONLY_FALLBACKS
+    BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _READ_ONLY_FALLBACKS
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
                  autostart: bool = True) -> None:
@@ -130,6 +130,25 @@ class HpcApp(App[None]):
     async def _collect_now(self) -> None:
         await self.runtime.collect_once()
         self.refresh_from_store()
+
+    # -- triage: views and the problem walk, from any screen but a dialog ---------
+    def _back_to_dashboard(self) -> bool:
+        """Close a job detail or help screen on top of the dashboard; False under a dialog."""
+        from hpctui.ui.actions import ActionDialog
+
+        while self.screen is not self.dashboard:
+            if isinstance(self.screen, ActionDialog) or len(self.screen_stack) <= 1:
+                return False
+            self.pop_screen()
+        return True
+
+    def action_show_view(self, name: str) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.show_view(name)
+
+    def action_next_problem(self, step: int) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.next_problem(step)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "read_only_notice":

@@ -39,6 +39,15 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
     KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
 )
+# Triage: views of the middle-left slot and the problem walk; app-wide, so they work from
+# every pane (a focused filter input keeps its own letters).
+TRIAGE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("app.problems", "p", "show_view('problems')", "Problems", "global"),
+    KeySpec("app.events", "e", "show_view('events')", "Events", "global"),
+    KeySpec("app.jobs", "j", "show_view('queue')", "Jobs", "global", show=False),
+    KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
+    KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
+)
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),
     KeySpec("heatmap.mark", "space", "toggle_mark", "Mark", "heatmap"),
@@ -78,7 +87,7 @@ LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
-ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
+ALL_KEYS = GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",

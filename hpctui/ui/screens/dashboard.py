@@ -9,23 +9,32 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import ContentSwitcher, Footer
 
 from hpctui.model import ClusterSnapshot, Part
 from hpctui.runtime import Runtime
+from hpctui.ui.messages import NodeRequested
+from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
+from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
 from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
+
+# The middle-left slot shows one of these (keys p / e / j); --wall starts on Problems.
+VIEWS = {"queue": "queue-pane", "problems": "problems-pane", "events": "events-pane"}
 
 
 class DashboardScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    # enter on an IB, mount or pod row selects its node (tables without an enter of their own)
+    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False)]
 
     def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
@@ -43,6 +52,9 @@ class DashboardScreen(Screen[None]):
         self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
         self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
                                                           id="mounts-pane")
+        self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
+        self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
+        self.view = "problems" if wall else "queue"
         if wall:
             self.add_class("-wall")
 
@@ -53,7 +65,10 @@ class DashboardScreen(Screen[None]):
                 yield HeatmapPane(self.heatmap, id="heatmap-pane")
                 yield self.gpu_panel
             with Horizontal(id="middle", classes="row"):
-                yield self.queue_pane
+                with ContentSwitcher(initial=VIEWS[self.view], id="views"):
+                    yield self.queue_pane
+                    yield self.problems_pane
+                    yield self.events_pane
                 yield self.pods_pane
             with Horizontal(id="bottom", classes="row"):
                 yield self.ib_pane
@@ -77,6 +92,8 @@ class DashboardScreen(Screen[None]):
         self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
+        self.problems_pane.show(snapshot)
+        self.events_pane.show(snapshot, self.selected)
         self._show_node()
         self.update_status()
 
@@ -122,3 +139,55 @@ class DashboardScreen(Screen[None]):
                 self.mounts_pane.show(None, self.selected)
             else:
                 self.mounts_pane.node = self.selected
+            if not self.events_pane.scope_all:
+                self.events_pane.show(None, self.selected)
+            else:
+                self.events_pane.node = self.selected
+
+    # -- triage ---------------------------------------------------------------
+    def show_view(self, name: str, focus: bool = True) -> None:
+        """Show the queue, the problem list or the event timeline in the middle-left slot."""
+        pane = self.query_one(f"#{VIEWS[name]}", TablePane)
+        self.view = name
+        self.query_one("#views", ContentSwitcher).current = VIEWS[name]
+        if focus:
+            self.set_focus(pane.table)
+
+    def show_pane(self, pane: TablePane) -> None:
+        """Make ``pane`` visible (for panes that share the middle-left slot)."""
+        for name, pane_id in VIEWS.items():
+            if pane.id == pane_id:
+                self.show_view(name, focus=False)
+
+    def select_node(self, node: str) -> bool:
+        """Select ``node`` everywhere: the heatmap cursor moves, the panes follow."""
+        if not self.heatmap.select(node):
+            self.notify(f"{node}: not in the node list", severity="warning", timeout=2)
+            return False
+        return True
+
+    def next_problem(self, step: int) -> None:
+        node = next_problem_node(self.problems_pane.nodes, self.heatmap.cursor_node, step)
+        if node is None:
+            self.notify("no problems of warning or worse", timeout=2)
+            return
+        self.select_node(node)
+        table = self.problems_pane.problems
+        for i, row in enumerate(table.view):  # keep the problem list's cursor on the same node
+            if row.node == node and row.first:
+                table._move_cursor(i)
+                break
+
+    @on(NodeRequested)
+    def _node_requested(self, event: NodeRequested) -> None:
+        event.stop()
+        self.select_node(event.node)
+
+    def action_select_row_node(self) -> None:
+        focused = self.focused
+        row = getattr(focused, "cursor_row", None)
+        node = getattr(getattr(row, "port", None), "node", None) or getattr(getattr(row, "mount", None), "node", None)
+        if node is None and focused is self.pods_pane.table:
+            node = getattr(row, "node", None)
+        if isinstance(node, str):
+            self.select_node(node)
