@@ -99,5 +99,11 @@ def bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
     return [spec.binding() for group in groups for spec in group]
 
 
+def app_bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
+    """App-level keys re-bound on a modal screen (which hides the app's bindings)."""
+    return [Binding(spec.key, f"app.{spec.action}", spec.description, show=False, id=f"modal.{spec.id}")
+            for group in groups for spec in group]
+
+
 def display_key(spec: KeySpec) -> str:
     return spec.key_display or spec.key

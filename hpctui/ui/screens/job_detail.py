@@ -18,6 +18,7 @@ from hpctui.model import SlurmJob
 from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
+from hpctui.ui.keys import TRIAGE_KEYS, app_bindings
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
@@ -71,7 +72,7 @@ def job_lines(job: SlurmJob, now: float) -> Content:
 
 
 class JobDetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS)]
     DEFAULT_CSS = """
     JobDetailScreen { align: center middle; }
     JobDetailScreen > Vertical {
