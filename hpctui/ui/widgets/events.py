@@ -61,7 +61,7 @@ class EventsTable(VirtualTable[Event]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(EVENT_COLUMNS, row_key=lambda e: f"{e.time}|{e.object}|{e.message}", search_text=_search,
                          row_style=lambda e: SEVERITY_VAR[e.severity] if e.severity >= Severity.WARNING else None,
-                         id=id)
+                         row_nodes=event_nodes, id=id)
 
     def action_select_node(self) -> None:
         event = self.cursor_row

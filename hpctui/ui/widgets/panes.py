@@ -70,7 +70,7 @@ class TablePane(Vertical):
         if extra:
             parts.append(extra)
         if table.filter_text:
-            parts.append(f"/{table.filter_text}")
+            parts.append(f"/{table.filter_text}" + (f" ({table.filter_error})" if table.filter_error else ""))
         if table.marked:
             parts.append(f"{len(table.marked)} marked")
         self.border_title = Content(" · ".join(parts))  # plain text: filters and errors may hold "["

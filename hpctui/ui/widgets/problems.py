@@ -191,7 +191,8 @@ class ProblemsTable(VirtualTable[ProblemRow]):
     def __init__(self, *, id: str | None = None) -> None:
         self.now = [0.0]
         super().__init__(_columns(self.now), row_key=lambda r: f"{r.finding.object}#{r.finding.code}",
-                         search_text=_search, row_style=lambda r: SEVERITY_VAR[r.severity], id=id)
+                         search_text=_search, row_style=lambda r: SEVERITY_VAR[r.severity],
+                         row_nodes=lambda r: (r.node,), id=id)
 
     def action_select_node(self) -> None:
         row = self.cursor_row

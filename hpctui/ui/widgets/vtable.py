@@ -8,8 +8,10 @@ cached per position until the data, sort, filter, size or theme changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar
 
 from rich.segment import Segment
@@ -24,6 +26,7 @@ from textual.theme import Theme
 from textual.widget import Widget
 from textual.widgets import Input
 
+from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.ui.keys import TABLE_KEYS, bindings
 from hpctui.ui.palette import Palette
 
@@ -46,6 +49,62 @@ class Column(Generic[T]):
     sort_key: Callable[[T], Any] | None = None
     align: Literal["left", "right"] = "left"
     style: Callable[[T], str | None] | None = None
+
+
+@lru_cache(maxsize=65536)
+def hostlist_set(expr: str) -> frozenset[str]:
+    """A row's node list (``gpu[0002-0005]``) as a set; empty when it is not a hostlist."""
+    if not expr:
+        return frozenset()
+    if "[" not in expr:
+        return frozenset(n.strip() for n in expr.split(","))
+    try:
+        return frozenset(expand(expr))
+    except HostlistError:
+        return frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """``/`` text: a substring, ``re:<regex>``, or a node/hostlist (``gpu[0002-0005]`` matches
+    a row on any of those nodes, e.g. a job on ``gpu[0003,0010]``); a leading ``!`` inverts."""
+
+    text: str
+    invert: bool = False
+    regex: re.Pattern[str] | None = None
+    nodes: frozenset[str] | None = None
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, raw: str) -> RowFilter:
+        text = raw.strip().lower()
+        invert = text.startswith("!")
+        if invert:
+            text = text[1:].strip()
+        if text.startswith("re:"):
+            try:
+                return cls(text, invert, regex=re.compile(text[3:], re.IGNORECASE))
+            except re.error as exc:
+                return cls(text, invert, error=f"bad regex: {exc}")
+        nodes = None
+        if any(c.isdigit() for c in text) and any(c.isalpha() for c in text) and " " not in text:
+            try:
+                names = expand(text) if "[" in text else [n for n in text.split(",") if n]
+            except HostlistError:
+                names = []
+            if names and all(is_valid_hostname(n) for n in names):
+                nodes = frozenset(names)
+        return cls(text, invert, nodes=nodes)
+
+    def match(self, haystack: str, row_nodes: frozenset[str] | None) -> bool:
+        if self.error is not None:
+            hit = False
+        elif self.regex is not None:
+            hit = self.regex.search(haystack) is not None
+        else:
+            hit = self.text in haystack or (self.nodes is not None and row_nodes is not None
+                                            and not self.nodes.isdisjoint(row_nodes))
+        return hit != self.invert
 
 
 _NAV: list[BindingType] = [
@@ -97,8 +156,12 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
     def __init__(self, columns: Sequence[Column[T]], *, row_key: Callable[[T], str],
                  search_text: Callable[[T], str] | None = None, row_style: Callable[[T], str | None] | None = None,
                  markable: bool = False, sort: str | None = None, reverse: bool = False,
+                 row_nodes: Callable[[T], Iterable[str]] | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self.row_nodes = row_nodes  # the nodes a row is about: lets a hostlist filter match it
+        self._nodesets: list[frozenset[str]] | None = None
+        self.filter_error: str | None = None
         self.columns = list(columns)
         self.row_key = row_key
         self.search_text = search_text
@@ -165,6 +228,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             sort_key = column.sort_key or column.text
             self._sorted = sorted(self.rows, key=sort_key, reverse=self.sort_reverse)
         self._haystack = None
+        self._nodesets = None
 
     def _refilter(self, keep: str | None = None) -> None:
         needle = self.filter_text
@@ -174,7 +238,21 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             if self._haystack is None:
                 text = self.search_text or (lambda r: " ".join(c.text(r) for c in self.columns))
                 self._haystack = [text(r).lower() for r in self._sorted]
-            self.view = [r for r, h in zip(self._sorted, self._haystack, strict=True) if needle in h]
+            rule = RowFilter.parse(needle)
+            self.filter_error = rule.error
+            if rule.nodes is None and rule.regex is None and not rule.invert and rule.error is None:
+                self.view = [r for r, h in zip(self._sorted, self._haystack, strict=True) if needle in h]
+            else:
+                nodesets: Sequence[frozenset[str] | None]
+                if rule.nodes is not None and self.row_nodes is not None:
+                    if self._nodesets is None:
+                        row_nodes = self.row_nodes
+                        self._nodesets = [frozenset(row_nodes(r)) for r in self._sorted]
+                    nodesets = self._nodesets
+                else:
+                    nodesets = [None] * len(self._sorted)
+                self.view = [r for r, h, n in zip(self._sorted, self._haystack, nodesets, strict=True)
+                             if rule.match(h, n)]
         if keep is not None:
             row_key = self.row_key
             self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep), min(self.cursor, len(self.view) - 1))
