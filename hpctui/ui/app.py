@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Input
 
 from hpctui.runtime import Runtime
 from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
@@ -52,6 +55,7 @@ class HpcApp(App[None]):
         self._drawn_data_version = -1
         self._pending = False
         self._clock: Timer | None = None
+        self._held_keys: list[events.Key] | None = None  # see hold_keys
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -150,6 +154,50 @@ class HpcApp(App[None]):
         if self._back_to_dashboard():
             self.dashboard.next_problem(step)
 
+    def action_go_to(self) -> None:
+        from hpctui.ui.screens.goto import GoToScreen
+
+        if not self._back_to_dashboard():
+            return
+        self.hold_keys()
+        self.push_screen(GoToScreen(on_mounted=self.release_keys), self.dashboard.go_to)
+
+    # -- keys typed before their input exists -----------------------------------
+    def hold_keys(self) -> None:
+        """From now until :meth:`release_keys`, hold every key instead of dispatching it:
+        keys typed right after ``g`` belong to the go-to input that is not mounted yet, and
+        must not reach the pane below as actions."""
+        self._held_keys = []
+        self.set_timer(2.0, self._drop_stale_hold)  # never stay deaf if the input never comes
+
+    async def release_keys(self, target: Widget) -> None:
+        """Type the held keys into ``target`` (now focused), in order, then stop holding."""
+        from hpctui.ui.widgets.vtable import feed_key
+
+        held, self._held_keys = self._held_keys or [], None
+        for key in held:
+            if target.is_attached:
+                await feed_key(target, key)
+
+    def _drop_stale_hold(self) -> None:
+        self._held_keys = None
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            if self._held_keys is not None:
+                event.stop()
+                self._held_keys.append(event)
+                return
+            focused = self.focused
+            if event.is_forwarded and event.is_printable and event.character and isinstance(focused, Input):
+                # A character bubbling up unhandled while an input has focus was queued for
+                # another widget before the input took focus (an input keeps its characters):
+                # it belongs to the input, never to a binding of the pane it was queued for.
+                event.stop()
+                focused.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "read_only_notice":
             return self.read_only
@@ -176,3 +224,6 @@ class HpcApp(App[None]):
         yield SystemCommand("Refresh now", "Poll every source now", self.action_refresh_now)
         yield SystemCommand("Next theme", "Cycle hpctui themes", self.action_cycle_theme)
         yield SystemCommand("Keys", "Show every key", self.action_help)
+        yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name", self.action_go_to)
+        yield SystemCommand("Problems", "Findings of warning and worse, worst first", lambda: self.action_show_view("problems"))
+        yield SystemCommand("Events", "Stored events and actions as a timeline", lambda: self.action_show_view("events"))

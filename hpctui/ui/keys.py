@@ -47,6 +47,7 @@ TRIAGE_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.jobs", "j", "show_view('queue')", "Jobs", "global", show=False),
     KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
     KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
+    KeySpec("app.goto", "g", "go_to", "Go to", "global"),
 )
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),

@@ -12,6 +12,7 @@ from conftest import FIXED, load
 from hpctui.findings import findings_for
 from hpctui.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Event, Severity
+from hpctui.model.hostlist import expand
 from hpctui.runtime import Runtime, demo_runtime
 from hpctui.sim.incidents import Placement
 from hpctui.ui.app import HpcApp
@@ -242,3 +243,41 @@ async def test_events_view_reads_earlier_actions_from_the_audit_trail(make_runti
         history = app.runtime.audit_history()
         assert history and history[0].source == "action" and "alice resume: ok" in history[0].message
         assert event_nodes(history[0]) == ["gpu0003", "gpu0004"]
+
+
+async def test_go_to_a_node_job_pod_or_hostlist(make_runtime: Callable[..., Runtime]) -> None:
+    from test_safety import burst
+
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        snap = app.runtime.store.snapshot()
+        # typed fast right after g: held until the input exists; "d" must not open a drain dialog
+        await burst(app, pilot, "gdgpu0003\r".replace("\r", ""))
+        await pilot.pause()
+        box = app.screen.query_one("#goto-input")
+        assert box.value == "dgpu0003", "every key after g reached the input"  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.dashboard
+        await pilot.press("g", *"gpu0003", "enter")
+        await pilot.pause()
+        assert app.dashboard.selected == "gpu0003"
+        job = next(j for j in snap.jobs if j.nodes and "[" in j.nodes and j.state == "RUNNING")
+        await pilot.press("g", *job.display_id, "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job.display_id == job.display_id
+        await pilot.press("escape")
+        await pilot.pause()
+        assert set(app.dashboard.heatmap.marked_nodes) == set(expand(job.nodes or ""))
+        pod = next(p for p in snap.pods if p.node)
+        await pilot.press("g", *f"{pod.namespace}/{pod.name}", "enter")
+        await pilot.pause()
+        assert app.dashboard.selected == pod.node
+        await pilot.press("g", *"gpu[0010-0012]", "enter")
+        await pilot.pause()
+        assert app.dashboard.selected == "gpu0010"
+        assert app.dashboard.heatmap.marked_nodes == ("gpu0010", "gpu0011", "gpu0012")
+        await pilot.press("g", *"nosuchthing", "enter")
+        await pilot.pause()
+        assert app.screen is app.dashboard and app.dashboard.selected == "gpu0010"

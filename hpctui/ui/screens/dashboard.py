@@ -178,6 +178,31 @@ class DashboardScreen(Screen[None]):
                 table._move_cursor(i)
                 break
 
+    def go_to(self, text: str | None) -> None:
+        """Select what ``g`` named: a node; a job (its detail opens, its nodes are marked);
+        a pod (its node); a hostlist (its nodes marked, the first selected)."""
+        if not text or self.snapshot is None:
+            return
+        from hpctui.ui.screens.goto import resolve
+
+        target = resolve(self.snapshot, self.heatmap.knows, text)
+        if target.error is not None:
+            self.notify(target.error, severity="warning", timeout=3)
+            return
+        if len(target.nodes) > 1:
+            self.heatmap.action_clear_marks()
+            for node in target.nodes:
+                self.heatmap.select(node)
+                self.heatmap.action_toggle_mark()
+        if target.nodes:
+            self.select_node(target.nodes[0])
+        if target.job is not None:
+            from hpctui.ui.messages import JobDetailRequested
+
+            self.post_message(JobDetailRequested(target.job))
+        elif target.pod is not None:
+            self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3)
+
     @on(NodeRequested)
     def _node_requested(self, event: NodeRequested) -> None:
         event.stop()
