@@ -10,12 +10,29 @@ from collections import Counter
 
 import msgspec
 
-from hpctui.health import Thresholds, all_findings, node_findings
+from hpctui.findings import findings_for
+from hpctui.health import Finding, Thresholds, all_findings, node_findings
 from hpctui.model import ClusterSnapshot, Severity, fmt_na
 
 
-def render_json(snapshot: ClusterSnapshot) -> str:
-    return msgspec.json.format(msgspec.json.encode(snapshot), indent=2).decode() + "\n"
+def render_json(snapshot: ClusterSnapshot, findings: list[Finding] | None = None, *, pretty: bool = True) -> str:
+    """The snapshot as JSON; with ``findings`` they are added as a top-level ``findings`` list.
+    Compact unless ``pretty`` (pretty-printing 4,096 nodes makes ~100 MB)."""
+    data = msgspec.json.encode(snapshot)
+    if findings is not None:  # splice the list in as one more field of the object
+        extra = msgspec.json.encode(findings)
+        data = data[:-1] + b',"findings":' + extra + b"}" if data != b"{}" else b'{"findings":' + extra + b"}"
+    return (msgspec.json.format(data, indent=2) if pretty else data).decode() + "\n"
+
+
+def problem_findings(snapshot: ClusterSnapshot, thresholds: Thresholds, at_least: Severity = Severity.WARNING) -> list[Finding]:
+    """Findings of ``at_least`` and worse, worst first, from the shared index."""
+    return [f for f in findings_for(snapshot, thresholds) if f.severity >= at_least]
+
+
+def render_problems(findings: list[Finding]) -> str:
+    """``--problems``: one line per finding, worst first (empty output: nothing to report)."""
+    return "".join(f"{f.severity.name:<8} {f.object:<32} {f.code:<16} {f.message}\n" for f in findings)
 
 
 def _avg(values: list[float]) -> float | None:
