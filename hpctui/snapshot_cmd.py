@@ -43,6 +43,16 @@ def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{seconds:.0f}s ago"
 
 
+def gpu_count(snapshot: ClusterSnapshot, name: str) -> str:
+    """GPUs seen on the node, else Slurm's GRES count (only Slurm configured), else N/A — never 0."""
+    gpus = snapshot.gpus.get(name)
+    if gpus:
+        return str(len(gpus))
+    node = snapshot.nodes.get(name)
+    total = node.slurm.gpus_total if node is not None and node.slurm is not None else None
+    return str(total) if total is not None else ("0" if gpus is not None else "N/A")
+
+
 def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float | None = None) -> str:
     now = time.time() if now is None else now
     lines = [f"cluster {snapshot.cluster}  nodes {len(snapshot.nodes)}  jobs {len(snapshot.jobs)}  pods {len(snapshot.pods)}"]
@@ -63,7 +73,7 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
         if node.k8s and node.k8s.unschedulable:
             k8s += ",cordon"
         lines.append(
-            f"{name:<14} {slurm[:22]:<22} {k8s[:10]:<10} {len(gpus):>5} {fmt_na(_avg(utils), '{:.0f}'):>6} "
+            f"{name:<14} {slurm[:22]:<22} {k8s[:10]:<10} {gpu_count(snapshot, name):>5} {fmt_na(_avg(utils), '{:.0f}'):>6} "
             f"{fmt_na(max(temps) if temps else None, '{:.0f}'):>6}  {worst}"
         )
     lines.append("")

@@ -269,7 +269,7 @@ async def test_go_to_a_node_job_pod_or_hostlist(make_runtime: Callable[..., Runt
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job.display_id == job.display_id
         await pilot.press("escape")
         await pilot.pause()
-        assert set(app.dashboard.heatmap.marked_nodes) == set(expand(job.nodes or ""))
+        assert app.dashboard.selected == expand(job.nodes or "")[0] and not app.dashboard.heatmap.marked_nodes
         pod = next(p for p in snap.pods if p.node)
         await pilot.press("g", *f"{pod.namespace}/{pod.name}", "enter")
         await pilot.pause()
@@ -281,3 +281,23 @@ async def test_go_to_a_node_job_pod_or_hostlist(make_runtime: Callable[..., Runt
         await pilot.press("g", *"nosuchthing", "enter")
         await pilot.pause()
         assert app.screen is app.dashboard and app.dashboard.selected == "gpu0010"
+
+
+async def test_empty_panes_say_which_source_fills_them(tmp_path: Path) -> None:
+    from hpctui.model import SlurmNodeInfo, SourceResult
+    from hpctui.snapshot_cmd import render_table
+
+    runtime = Runtime("slurm-only", [], clock=lambda: FIXED, audit_path=tmp_path / "audit.jsonl")
+    runtime.store.apply(SourceResult(source="slurm", time=FIXED, slurm_nodes={
+        "hgx-h200-01": SlurmNodeInfo(base_state="IDLE", gpus_total=8)}, slurm_jobs=()))
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.refresh_from_store()
+        await pilot.pause()
+        ib = str(app.dashboard.ib_pane.border_title)
+        assert "no source provides InfiniBand data — add an `ssh` or `prometheus` source" in ib
+        assert "add a `k8s` source" in str(app.dashboard.pods_pane.border_title)
+        assert "no source" not in str(app.dashboard.queue_pane.border_title), "slurm jobs came (none running)"
+    table = render_table(runtime.store.snapshot(), runtime.thresholds, now=FIXED)
+    row = next(line for line in table.splitlines() if line.startswith("hgx-h200-01"))
+    assert row.split()[3] == "8", "GPU count from Slurm's GRES when nothing else reports GPUs"

@@ -27,6 +27,19 @@ from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
 from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
 
+# What fills a pane, for the title of a pane no configured source provides.
+FILLED_BY = {Part.SLURM_JOBS: ("Slurm jobs", "a `slurm`"), Part.PODS: ("Kubernetes pods", "a `k8s`"),
+             Part.IB: ("InfiniBand data", "an `ssh` or `prometheus`"), Part.MOUNTS: ("mount data", "an `ssh`")}
+
+
+def no_source_note(snapshot: ClusterSnapshot, part: Part) -> str:
+    """'no source provides InfiniBand data — add an `ssh` or `prometheus` source', or ''."""
+    if part in FILLED_BY and not snapshot.part_sources.get(part.value):
+        what, kinds = FILLED_BY[part]
+        return f"no source provides {what} — add {kinds} source"
+    return ""
+
+
 # The middle-left slot shows one of these (keys p / e / j); --wall starts on Problems.
 VIEWS = {"queue": "queue-pane", "problems": "problems-pane", "events": "events-pane"}
 
@@ -86,8 +99,10 @@ class DashboardScreen(Screen[None]):
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
         now = self.runtime.clock()
-        self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
-        self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
+        self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now) or no_source_note(snapshot, Part.SLURM_JOBS)
+        self.pods_pane.data_status = part_status(snapshot, Part.PODS, now) or no_source_note(snapshot, Part.PODS)
+        self.ib_pane.data_status = no_source_note(snapshot, Part.IB)
+        self.mounts_pane.data_status = no_source_note(snapshot, Part.MOUNTS)
         self.queue_pane.set_rows(snapshot.jobs)
         self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         self.ib_pane.show(snapshot, self.selected)
@@ -114,7 +129,7 @@ class DashboardScreen(Screen[None]):
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
         self.queue_pane.border_subtitle = Content(ctl_marker or controller_summary(self.snapshot.controller))
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
-            marker = part_status(self.snapshot, part, now)
+            marker = part_status(self.snapshot, part, now) or no_source_note(self.snapshot, part)
             if marker != pane.data_status:
                 pane.data_status = marker
                 pane.update_title()
@@ -179,7 +194,7 @@ class DashboardScreen(Screen[None]):
                 break
 
     def go_to(self, text: str | None) -> None:
-        """Select what ``g`` named: a node; a job (its detail opens, its nodes are marked);
+        """Select what ``g`` named: a node; a job (its first node, and its detail opens);
         a pod (its node); a hostlist (its nodes marked, the first selected)."""
         if not text or self.snapshot is None:
             return
@@ -189,8 +204,8 @@ class DashboardScreen(Screen[None]):
         if target.error is not None:
             self.notify(target.error, severity="warning", timeout=3)
             return
-        if len(target.nodes) > 1:
-            self.heatmap.action_clear_marks()
+        if len(target.nodes) > 1 and target.job is None:  # a hostlist: mark it (a job's nodes are not
+            self.heatmap.action_clear_marks()             # marked: marks are action targets)
             for node in target.nodes:
                 self.heatmap.select(node)
                 self.heatmap.action_toggle_mark()
