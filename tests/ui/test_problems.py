@@ -301,3 +301,13 @@ async def test_empty_panes_say_which_source_fills_them(tmp_path: Path) -> None:
     table = render_table(runtime.store.snapshot(), runtime.thresholds, now=FIXED)
     row = next(line for line in table.splitlines() if line.startswith("hgx-h200-01"))
     assert row.split()[3] == "8", "GPU count from Slurm's GRES when nothing else reports GPUs"
+
+
+def test_job_detail_shows_elapsed_and_time_left() -> None:
+    from hpctui.model import SlurmJob
+    from hpctui.ui.screens.job_detail import job_lines
+
+    job = SlurmJob(job_id=9, state="RUNNING", nodes="gpu01", time_limit_min=60, start_time=1000.0, submit_time=900.0)
+    text = str(job_lines(job, now=1000.0 + 1800))
+    assert "elapsed / left" in text and "30m / 30m" in text
+    assert "over its limit" in str(job_lines(job, now=1000.0 + 3700))

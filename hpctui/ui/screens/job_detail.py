@@ -40,6 +40,18 @@ def _limit(minutes: int | None) -> str:
     return (f"{days}-" if days else "") + f"{hours:02d}:{mins:02d}:00"
 
 
+def _elapsed_left(job: SlurmJob, now: float) -> list[tuple[str, str, str]]:
+    """A running job: how long it has run and how long its time limit leaves it."""
+    if job.state != "RUNNING" or job.start_time is None:
+        return []
+    elapsed = max(0.0, now - job.start_time)
+    if job.time_limit_min is None:
+        return [("elapsed / left", f"{age(elapsed)} / no limit", "")]
+    left = job.start_time + job.time_limit_min * 60 - now
+    return [("elapsed / left", f"{age(elapsed)} / {age(left) if left > 0 else 'over its limit'}",
+             "$warning" if left < 600 else "")]
+
+
 def job_lines(job: SlurmJob, now: float) -> Content:
     rows: list[tuple[str, str, str]] = [
         ("job", job.display_id + (f"  (job id {job.job_id})" if job.display_id != str(job.job_id) else ""), "bold"),
@@ -61,6 +73,7 @@ def job_lines(job: SlurmJob, now: float) -> Content:
         ("started", _when(job.start_time, now) if job.state != "PENDING" else
          ("expected " + _when(job.start_time, now) if job.start_time else NA_TEXT), ""),
         ("end / limit", f"{_when(job.end_time, now)}  /  {_limit(job.time_limit_min)}", ""),
+        *_elapsed_left(job, now),
         ("exit", NA_TEXT if job.exit_code is None and job.exit_signal is None else
          f"code {num(job.exit_code)}" + (f", signal {job.exit_signal}" if job.exit_signal else ""), ""),
         ("restarts", num(job.restart_count), ""),
