@@ -311,3 +311,29 @@ def test_job_detail_shows_elapsed_and_time_left() -> None:
     text = str(job_lines(job, now=1000.0 + 1800))
     assert "elapsed / left" in text and "30m / 30m" in text
     assert "over its limit" in str(job_lines(job, now=1000.0 + 3700))
+
+
+async def test_job_actions_from_the_job_detail(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.ui.actions import ActionDialog
+
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        queue = app.screen.query_one(QueueTable)
+        job = next(j for j in queue.view if j.state == "PENDING")
+        queue.focus()
+        queue.set_filter(job.display_id)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen)
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, ActionDialog) and app.screen.plan.targets == (job.display_id,)
+    ro = HpcApp(make_runtime(read_only=True), autostart=False)
+    async with ro.run_test(size=(160, 50)) as pilot:
+        await load(ro, pilot)
+        ro.screen.query_one(QueueTable).focus()
+        await pilot.press("enter", "x")
+        await pilot.pause()
+        assert isinstance(ro.screen, JobDetailScreen), "read-only: no dialog"

@@ -18,7 +18,7 @@ from hpctui.model import SlurmJob
 from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
-from hpctui.ui.keys import TRIAGE_KEYS, app_bindings
+from hpctui.ui.keys import JOB_ACTION_KEYS, TRIAGE_KEYS, app_bindings, bindings
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
@@ -85,7 +85,8 @@ def job_lines(job: SlurmJob, now: float) -> Content:
 
 
 class JobDetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS)]
+    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS),
+                *bindings(JOB_ACTION_KEYS)]
     DEFAULT_CSS = """
     JobDetailScreen { align: center middle; }
     JobDetailScreen > Vertical {
@@ -124,6 +125,13 @@ class JobDetailScreen(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def action_request_action(self, kind: str) -> None:
+        """Job actions from the detail view: the same dialog (preview, confirmation, audit)."""
+        from hpctui.actions.base import ActionKind
+        from hpctui.ui.messages import ActionRequested
+
+        self.app.post_message(ActionRequested(ActionKind(kind), (self.job.display_id,)))
 
 
 def accounting_lines(info: AccountingInfo | None, job: SlurmJob) -> Content:
