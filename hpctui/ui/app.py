@@ -154,6 +154,10 @@ class HpcApp(App[None]):
         if self._back_to_dashboard():
             self.dashboard.next_problem(step)
 
+    def action_workload_here(self) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.workload_here()
+
     def action_go_to(self) -> None:
         from hpctui.ui.screens.goto import GoToScreen
 

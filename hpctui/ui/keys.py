@@ -48,6 +48,7 @@ TRIAGE_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
     KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
     KeySpec("app.goto", "g", "go_to", "Go to", "global"),
+    KeySpec("app.workload", "w", "workload_here", "Jobs/pods here", "global", show=False),
 )
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),

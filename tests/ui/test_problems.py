@@ -337,3 +337,21 @@ async def test_job_actions_from_the_job_detail(make_runtime: Callable[..., Runti
         await pilot.press("enter", "x")
         await pilot.pause()
         assert isinstance(ro.screen, JobDetailScreen), "read-only: no dialog"
+
+
+async def test_w_shows_the_selected_nodes_jobs_and_pods_as_rows(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        snap = app.runtime.store.snapshot()
+        job = next(j for j in snap.jobs if j.nodes and "[" in j.nodes and j.state == "RUNNING")
+        inner = expand(job.nodes or "")[-1]
+        app.dashboard.select_node(inner)
+        await pilot.pause()
+        await pilot.press("w")
+        await pilot.pause()
+        queue = app.screen.query_one(QueueTable)
+        assert app.focused is queue and job.display_id in [j.display_id for j in queue.view]
+        assert all(inner in expand(j.nodes or "") for j in queue.view)
+        pods = app.dashboard.pods_pane.table.view
+        assert all(p.node == inner for p in pods)

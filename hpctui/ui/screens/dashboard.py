@@ -218,6 +218,22 @@ class DashboardScreen(Screen[None]):
         elif target.pod is not None:
             self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3)
 
+    def workload_here(self) -> None:
+        """``w``: the selected node's jobs and pods as rows (the queue and pod filters set to
+        the node; a job on ``gpu[0002-0005]`` matches ``gpu0003``), the queue focused."""
+        node = self.selected
+        if node is None:
+            return
+        from hpctui.ui.widgets.panes import FilterInput
+
+        for pane in (self.queue_pane, self.pods_pane):
+            box = pane.query_one(FilterInput)
+            box.remove_class("-hidden")
+            box.value = node
+            pane.table.set_filter(node)
+            pane.update_title()
+        self.show_view("queue")
+
     @on(NodeRequested)
     def _node_requested(self, event: NodeRequested) -> None:
         event.stop()
