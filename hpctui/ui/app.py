@@ -172,7 +172,7 @@ class HpcApp(App[None]):
         keys typed right after ``g`` belong to the go-to input that is not mounted yet, and
         must not reach the pane below as actions."""
         self._held_keys = []
-        self.set_timer(2.0, self._drop_stale_hold)  # never stay deaf if the input never comes
+        self.set_timer(10.0, self._drop_stale_hold)  # never stay deaf if the input never comes
 
     async def release_keys(self, target: Widget) -> None:
         """Type the held keys into ``target`` (now focused), in order, then stop holding."""

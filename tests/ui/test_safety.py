@@ -50,7 +50,7 @@ async def _type_fast_everywhere(app: HpcApp, pilot: Any, words: tuple[str, ...])
     assert {p.id for p in panes} >= {"queue-pane", "pods-pane", "ib-pane", "mounts-pane"}
     for pane in panes:
         for word in words:
-            for typist in ("pilot", "burst"):
+            for typist in (("pilot", "burst") if word == words[0] else ("burst",)):  # a burst is the harder case
                 await _show(app, pilot, pane)
                 if typist == "pilot":
                     await pilot.press("slash", *word)  # no pause between the keys
@@ -67,7 +67,7 @@ async def _type_fast_everywhere(app: HpcApp, pilot: Any, words: tuple[str, ...])
                 assert pane.table.filter_text == "" and app.focused is pane.table, where
 
 
-FAST_WORDS = ("xyz", "heidi", "1017", "xRHhlXdubcC")
+FAST_WORDS = ("xyz", "1017", "heidixRHhlXdubcCnNpegwj")  # job id, action keys, triage keys
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])

@@ -187,11 +187,7 @@ class DashboardScreen(Screen[None]):
             self.notify("no problems of warning or worse", timeout=2)
             return
         self.select_node(node)
-        table = self.problems_pane.problems
-        for i, row in enumerate(table.view):  # keep the problem list's cursor on the same node
-            if row.node == node and row.first:
-                table._move_cursor(i)
-                break
+        self.problems_pane.problems.point_at(node)
 
     def go_to(self, text: str | None) -> None:
         """Select what ``g`` named: a node; a job (its first node, and its detail opens);

@@ -199,6 +199,17 @@ class ProblemsTable(VirtualTable[ProblemRow]):
         if row is not None:
             self.post_message(NodeRequested(row.node))
 
+    def point_at(self, node: str) -> None:
+        """Put the cursor on ``node``'s first row (n/N keep the list in step)."""
+        for i, row in enumerate(self.view):
+            if row.first and row.node == node:
+                self._move_cursor(i)
+                return
+
+    def redraw(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
     def action_jump_group(self, number: int) -> None:
         for i, row in enumerate(self.view):
             if row.first and row.number == number:
@@ -252,7 +263,7 @@ class ProblemsPane(TablePane):
                                        since=since, source=sources.get(finding_part(f).value, "?")))
         self.nodes = order
         self.problems.now[0] = snapshot.time
-        self.problems._lines.clear()  # ages moved even where the rows did not
+        self.problems.redraw()  # ages moved even where the rows did not
         self.set_rows(rows)
 
     def update_title(self, extra: str = "") -> None:
