@@ -62,6 +62,8 @@ async def main() -> None:
         await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
         await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
         await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
+        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
+        await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
     ]
     for path in shots:
         print(path.relative_to(ROOT))

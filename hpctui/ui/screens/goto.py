@@ -28,7 +28,9 @@ class GoToScreen(ModalScreen[str | None]):
         width: 70; max-width: 95%; height: auto; margin-top: 3;
         border: round $accent; background: $surface; padding: 0 1;
     }
-    GoToScreen Input { border: none; height: 1; padding: 0; background: $panel; }
+    GoToScreen #goto-input, GoToScreen #goto-input:focus {
+        border: none; height: 1; width: 100%; padding: 0 1; background: $panel;
+    }
     """
 
     def __init__(self, on_mounted: Callable[[Input], Awaitable[None]] | None = None) -> None:
@@ -37,7 +39,7 @@ class GoToScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Go to: node, job id, pod (ns/name or name) or hostlist  (enter / esc)")
+            yield Label("Go to: node, job id, pod or hostlist   (enter, esc)")
             yield Input(placeholder="gpu0003  1017  team-a/sweep-lr-001  gpu[0002-0005]", id="goto-input",
                         select_on_focus=False)
 
