@@ -355,3 +355,18 @@ async def test_w_shows_the_selected_nodes_jobs_and_pods_as_rows(make_runtime: Ca
         assert all(inner in expand(j.nodes or "") for j in queue.view)
         pods = app.dashboard.pods_pane.table.view
         assert all(p.node == inner for p in pods)
+
+
+async def test_s_in_the_job_detail_selects_the_jobs_nodes(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        job = next(j for j in app.runtime.store.snapshot().jobs if j.nodes and "[" in j.nodes and j.state == "RUNNING")
+        await pilot.press("g", *job.display_id, "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, JobDetailScreen)
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen is app.dashboard
+        assert set(app.dashboard.heatmap.marked_nodes) == set(expand(job.nodes or ""))
+        assert app.dashboard.selected == expand(job.nodes or "")[0]

@@ -86,7 +86,7 @@ def job_lines(job: SlurmJob, now: float) -> Content:
 
 class JobDetailScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS),
-                *bindings(JOB_ACTION_KEYS)]
+                *bindings(JOB_ACTION_KEYS), Binding("s", "select_nodes", "Select its nodes")]
     DEFAULT_CSS = """
     JobDetailScreen { align: center middle; }
     JobDetailScreen > Vertical {
@@ -104,7 +104,8 @@ class JobDetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Slurm job {self.job.display_id}  (esc to close)", id="job-title")
+            yield Label(f"Slurm job {self.job.display_id}  (esc: close · s: select its nodes · R H h l x: act)",
+                        id="job-title")
             with VerticalScroll():
                 yield Static(job_lines(self.job, self.runtime.clock()), id="job-body")
                 yield Static("", id="job-accounting")
@@ -125,6 +126,14 @@ class JobDetailScreen(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def action_select_nodes(self) -> None:
+        """Close and select the job's nodes everywhere (several: marked, the first selected)."""
+        nodes = self.job.nodes
+        self.dismiss(None)
+        dashboard = getattr(self.app, "dashboard", None)
+        if nodes and dashboard is not None:
+            self.app.call_later(dashboard.go_to, nodes)
 
     def action_request_action(self, kind: str) -> None:
         """Job actions from the detail view: the same dialog (preview, confirmation, audit)."""
