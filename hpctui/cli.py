@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
 EXIT_USAGE = 2
+EXIT_FINDINGS = 3  # snapshot --fail-on: findings of that level or worse exist
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -62,6 +63,12 @@ def build_snapshot_parser() -> OneLineParser:
     parser = OneLineParser(prog="hpctui snapshot", description="Collect once from every source, print, exit.")
     _add_source_options(parser)
     parser.add_argument("--format", choices=("json", "table"), default="table")
+    parser.add_argument("--problems", action="store_true",
+                        help="print only the findings of warning and worse (with --format json: a list)")
+    parser.add_argument("--fail-on", choices=("warning", "error", "critical"), metavar="LEVEL",
+                        help=f"exit {EXIT_FINDINGS} when a finding of LEVEL or worse exists (warning|error|critical)")
+    parser.add_argument("--pretty", action="store_true",
+                        help="indent JSON (the default only on a terminal; compact when piped)")
     return parser
 
 
@@ -88,7 +95,10 @@ def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: 
 
 def run_snapshot(argv: Sequence[str]) -> int:
     """Headless one-shot collection; exit 0 if every source answered, 1 if any failed."""
-    from hpctui.snapshot_cmd import render_json, render_table
+    import msgspec
+
+    from hpctui.model import Severity
+    from hpctui.snapshot_cmd import problem_findings, render_json, render_problems, render_table
 
     args = build_snapshot_parser().parse_args(list(argv))
     try:
@@ -105,8 +115,23 @@ def run_snapshot(argv: Sequence[str]) -> int:
 
     asyncio.run(collect())
     snapshot = runtime.store.snapshot()
-    out = render_json(snapshot) if args.format == "json" else render_table(snapshot, runtime.thresholds)
+    problems = problem_findings(snapshot, runtime.thresholds)
+    pretty = args.pretty or sys.stdout.isatty()
+    if args.problems:
+        if args.format == "json":
+            out = (msgspec.json.format(msgspec.json.encode(problems), indent=2) if pretty
+                   else msgspec.json.encode(problems)).decode() + "\n"
+        else:
+            out = render_problems(problems)
+    elif args.format == "json":
+        out = render_json(snapshot, problems, pretty=pretty)
+    else:
+        out = render_table(snapshot, runtime.thresholds)
     sys.stdout.write(out)
+    if args.fail_on is not None:
+        level = Severity[args.fail_on.upper()]
+        if any(f.severity >= level for f in problems):
+            return EXIT_FINDINGS
     return 0 if all(h.ok for h in snapshot.sources.values()) else 1
 
 

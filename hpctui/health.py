@@ -25,6 +25,7 @@ class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     ecc_corrected_warn: int = 1000  # volatile corrected errors
     mount_slow_ms: float = 500.0
     stale_factor: float = 3.0  # a source is stale after this many missed intervals
+    flap_window_s: float = 600.0  # a problem that cleared stays listed (as recovered) this long
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,29 +39,29 @@ def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
     obj = f"gpu/{gpu.node}/{gpu.index}"
     out: list[Finding] = []
     if gpu.lost:
-        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="gpu_lost", message="GPU not answering (fallen off the bus?)"))
+        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="gpu_lost", message=f"GPU {gpu.index} not answering (fallen off the bus?)"))
     if gpu.last_xid is not None:
         meaning = XID_MEANING.get(gpu.last_xid, "see NVIDIA Xid catalog")
-        out.append(Finding(severity=xid_severity(gpu.last_xid), object=obj, code=f"xid{gpu.last_xid}", message=f"Xid {gpu.last_xid}: {meaning}"))
+        out.append(Finding(severity=xid_severity(gpu.last_xid), object=obj, code=f"xid{gpu.last_xid}", message=f"GPU {gpu.index} Xid {gpu.last_xid}: {meaning}"))
     if gpu.ecc_uncorrected_volatile:
-        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="ecc_uncorrected", message=f"{gpu.ecc_uncorrected_volatile} uncorrectable ECC errors since driver load"))
+        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="ecc_uncorrected", message=f"GPU {gpu.index}: {gpu.ecc_uncorrected_volatile} uncorrectable ECC errors since driver load"))
     elif gpu.ecc_corrected_volatile is not None and gpu.ecc_corrected_volatile >= t.ecc_corrected_warn:
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="ecc_corrected", message=f"{gpu.ecc_corrected_volatile} corrected ECC errors"))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="ecc_corrected", message=f"GPU {gpu.index}: {gpu.ecc_corrected_volatile} corrected ECC errors"))
     if gpu.remap_failure:
-        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="remap_failure", message="row remapping failed (RMA candidate)"))
+        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="remap_failure", message=f"GPU {gpu.index} row remapping failed (RMA candidate)"))
     elif gpu.remap_pending:
-        out.append(Finding(severity=Severity.ERROR, object=obj, code="remap_pending", message="row remap pending: GPU reset needed"))
+        out.append(Finding(severity=Severity.ERROR, object=obj, code="remap_pending", message=f"GPU {gpu.index} row remap pending: GPU reset needed"))
     if gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_crit_c:
-        out.append(Finding(severity=Severity.ERROR, object=obj, code="temp", message=f"GPU at {gpu.temp_c:.0f} °C"))
+        out.append(Finding(severity=Severity.ERROR, object=obj, code="temp", message=f"GPU {gpu.index} at {gpu.temp_c:.0f} °C"))
     elif gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_warn_c:
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="temp", message=f"GPU at {gpu.temp_c:.0f} °C"))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="temp", message=f"GPU {gpu.index} at {gpu.temp_c:.0f} °C"))
     if gpu.hbm_temp_c is not None and gpu.hbm_temp_c >= t.hbm_temp_warn_c:
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="hbm_temp", message=f"HBM at {gpu.hbm_temp_c:.0f} °C"))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="hbm_temp", message=f"GPU {gpu.index} HBM at {gpu.hbm_temp_c:.0f} °C"))
     if gpu.thermal_throttled:
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="thermal_throttle", message="thermal throttling: " + ", ".join(gpu.throttle_names())))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="thermal_throttle", message=f"GPU {gpu.index} thermal throttling: " + ", ".join(gpu.throttle_names())))
     if (gpu.pcie_width_current is not None and gpu.pcie_width_max and gpu.util_pct
             and gpu.pcie_width_current < gpu.pcie_width_max):
-        out.append(Finding(severity=Severity.INFO, object=obj, code="pcie_width", message=f"PCIe x{gpu.pcie_width_current} of x{gpu.pcie_width_max} under load"))
+        out.append(Finding(severity=Severity.INFO, object=obj, code="pcie_width", message=f"GPU {gpu.index} PCIe x{gpu.pcie_width_current} of x{gpu.pcie_width_max} under load"))
     return out
 
 

@@ -12,11 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.config import AppConfig, default_state_dir, source_settings
 from hpctui.health import Thresholds
+from hpctui.model import Event
 from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
@@ -61,7 +64,28 @@ class Runtime:
         task = asyncio.create_task(self.executor.execute(plan, confirmation=confirmation), name=f"action:{plan.kind}")
         self._actions.add(task)
         task.add_done_callback(self._actions.discard)
+        task.add_done_callback(self._record_action)
         return task
+
+    def _record_action(self, task: asyncio.Task[ActionResult]) -> None:
+        """Every action also lands in the store's event timeline (the Events view)."""
+        if task.cancelled() or task.exception() is not None:
+            return
+        from hpctui.actions.events import action_event
+
+        self.store.add_events([action_event(task.result())])
+
+    def audit_history(self, limit: int = 200) -> list[Event]:
+        """Earlier actions on this cluster from the audit trail, as events; [] if unreadable."""
+        from hpctui.actions.events import audit_events
+
+        audit = self.executor.audit
+        if audit is None:
+            return []
+        try:
+            return audit_events(audit.read(), self.cluster, limit)
+        except (OSError, ValueError, msgspec.DecodeError):  # a torn last line must not stop the UI
+            return []
 
     def start(self, on_change: Callable[[], None] | None = None) -> None:
         self.poller.on_change = on_change

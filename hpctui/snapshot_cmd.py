@@ -10,12 +10,29 @@ from collections import Counter
 
 import msgspec
 
-from hpctui.health import Thresholds, all_findings, node_findings
+from hpctui.findings import findings_for
+from hpctui.health import Finding, Thresholds, all_findings, node_findings
 from hpctui.model import ClusterSnapshot, Severity, fmt_na
 
 
-def render_json(snapshot: ClusterSnapshot) -> str:
-    return msgspec.json.format(msgspec.json.encode(snapshot), indent=2).decode() + "\n"
+def render_json(snapshot: ClusterSnapshot, findings: list[Finding] | None = None, *, pretty: bool = True) -> str:
+    """The snapshot as JSON; with ``findings`` they are added as a top-level ``findings`` list.
+    Compact unless ``pretty`` (pretty-printing 4,096 nodes makes ~100 MB)."""
+    data = msgspec.json.encode(snapshot)
+    if findings is not None:  # splice the list in as one more field of the object
+        extra = msgspec.json.encode(findings)
+        data = data[:-1] + b',"findings":' + extra + b"}" if data != b"{}" else b'{"findings":' + extra + b"}"
+    return (msgspec.json.format(data, indent=2) if pretty else data).decode() + "\n"
+
+
+def problem_findings(snapshot: ClusterSnapshot, thresholds: Thresholds, at_least: Severity = Severity.WARNING) -> list[Finding]:
+    """Findings of ``at_least`` and worse, worst first, from the shared index."""
+    return [f for f in findings_for(snapshot, thresholds) if f.severity >= at_least]
+
+
+def render_problems(findings: list[Finding]) -> str:
+    """``--problems``: one line per finding, worst first (empty output: nothing to report)."""
+    return "".join(f"{f.severity.name:<8} {f.object:<32} {f.code:<16} {f.message}\n" for f in findings)
 
 
 def _avg(values: list[float]) -> float | None:
@@ -24,6 +41,16 @@ def _avg(values: list[float]) -> float | None:
 
 def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{seconds:.0f}s ago"
+
+
+def gpu_count(snapshot: ClusterSnapshot, name: str) -> str:
+    """GPUs seen on the node, else Slurm's GRES count (only Slurm configured), else N/A — never 0."""
+    gpus = snapshot.gpus.get(name)
+    if gpus:
+        return str(len(gpus))
+    node = snapshot.nodes.get(name)
+    total = node.slurm.gpus_total if node is not None and node.slurm is not None else None
+    return str(total) if total is not None else ("0" if gpus is not None else "N/A")
 
 
 def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float | None = None) -> str:
@@ -46,7 +73,7 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
         if node.k8s and node.k8s.unschedulable:
             k8s += ",cordon"
         lines.append(
-            f"{name:<14} {slurm[:22]:<22} {k8s[:10]:<10} {len(gpus):>5} {fmt_na(_avg(utils), '{:.0f}'):>6} "
+            f"{name:<14} {slurm[:22]:<22} {k8s[:10]:<10} {gpu_count(snapshot, name):>5} {fmt_na(_avg(utils), '{:.0f}'):>6} "
             f"{fmt_na(max(temps) if temps else None, '{:.0f}'):>6}  {worst}"
         )
     lines.append("")

@@ -25,15 +25,17 @@ SIZE = (160, 50)
 OUT = ROOT / "screenshots"
 
 
-async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool = False) -> Path:
+async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool = False,
+                keys: tuple[str, ...] = (), seed: int = SEED, size: tuple[int, int] = SIZE) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
-        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+        runtime = demo_runtime(size=64, seed=seed, clock=lambda: FIXED, start_time=FIXED,
                                audit_path=Path(tmp) / "audit.jsonl", theme=theme)
         app = HpcApp(runtime, theme=theme, wall=wall, autostart=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await runtime.collect_once()
-            app.refresh_from_store()
-            await pilot.pause()
+        async with app.run_test(size=size) as pilot:
+            for _ in range(2 if keys else 1):  # triage shots: a second tick, so the flapping port has flapped
+                await runtime.collect_once()
+                app.refresh_from_store()
+                await pilot.pause()
             if worst_node:
                 snap = runtime.store.snapshot()
 
@@ -42,6 +44,9 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
                     return (max((int(f.severity) for f in findings), default=0), len(findings))
                 node = max(snap.nodes, key=badness)
                 app.dashboard.heatmap.select(node)
+                await pilot.pause()
+            if keys:
+                await pilot.press(*keys)
                 await pilot.pause()
             path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
     return path
@@ -54,6 +59,11 @@ async def main() -> None:
         await shoot("dashboard-light", "light"),
         await shoot("dashboard-wall", "wall", wall=True),
         await shoot("dashboard-incident", "dark", worst_node=True),
+        await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
+        await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
+        await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
+        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
+        await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
     ]
     for path in shots:
         print(path.relative_to(ROOT))

@@ -75,3 +75,24 @@ def test_snapshot_table_lists_incidents() -> None:
     assert "source demo (demo): ok" in out
     for fragment in ("Xid 79", "uncorrectable ECC", "hung", "Ready=", "DRAIN", "thermal throttling", "200 Gb/sec"):
         assert fragment in out, fragment
+
+
+def test_snapshot_problems_and_fail_on() -> None:
+    """Issue #11: findings only, findings in the JSON, compact when piped, --fail-on exit 3."""
+    proc = run("snapshot", "--demo", "--problems")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines and lines[0].startswith("CRITICAL") and all(line.split()[0] in ("CRITICAL", "ERROR", "WARNING")
+                                                              for line in lines)
+    assert any("GPU 3 Xid 79" in line for line in lines), "findings name their GPU"
+    proc = run("snapshot", "--demo", "--problems", "--format", "json", "--fail-on", "critical")
+    assert proc.returncode == 3, proc.stderr
+    findings = json.loads(proc.stdout)
+    assert findings and {"severity", "object", "code", "message"} <= set(findings[0])
+    proc = run("snapshot", "--demo", "--format", "json", "--fail-on", "warning")
+    assert proc.returncode == 3
+    assert "\n" not in proc.stdout.rstrip("\n"), "compact JSON when stdout is not a terminal"
+    data = json.loads(proc.stdout)
+    assert data["cluster"] == "demo" and len(data["findings"]) == len(findings)
+    pretty = run("snapshot", "--demo", "--format", "json", "--pretty")
+    assert pretty.returncode == 0 and pretty.stdout.count("\n") > 100

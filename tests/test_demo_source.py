@@ -107,6 +107,12 @@ async def test_drain_draining_then_drained_then_resume(env: Env) -> None:
     info = (r.slurm_nodes or {})[node]
     assert info.display_state.startswith("DRAINING") and info.reason == "bad gpu 2"
     assert "DRAIN" in info.flags and info.reason_user
+    r = await tick(src, clock, 3)  # running jobs finish first, at their own end (issue #11)
+    info = (r.slurm_nodes or {})[node]
+    assert info.display_state.startswith("DRAINING")
+    assert any(j.job_id == job.job_id and j.state == "RUNNING" for j in r.slurm_jobs or ())
+    assert job.start_time is not None and job.time_limit_min is not None
+    clock.t = job.start_time + job.time_limit_min * 60  # past the job's end: the node is drained
     r = await tick(src, clock, 3)
     info = (r.slurm_nodes or {})[node]
     assert info.display_state == "DRAINED" and info.cpus_alloc == 0 and info.gpus_alloc == 0

@@ -196,3 +196,28 @@ def test_values_move_between_ticks() -> None:
 def test_tiny_sizes_work(size: int) -> None:
     _, r = run(size=size, ticks=2)
     assert r.gpus is not None and len(r.gpus) == size
+
+
+def test_no_job_starts_before_it_was_submitted() -> None:
+    _, r = run(ticks=5)
+    assert r.slurm_jobs
+    for job in r.slurm_jobs:
+        if job.start_time is not None and job.submit_time is not None:
+            assert job.submit_time <= job.start_time, job.display_id
+
+
+def test_a_drain_lets_running_jobs_finish() -> None:
+    """The drain preview says "running jobs finish first": the demo must not end them early."""
+    sim = SimCluster(size=64, seed=0, start_time=T0)
+    sim.to_result(T0)
+    node = next(n for n in sim.workload.alloc if sim.workload.running_on(n)
+                and all((j.planned_end or 0) > T0 + 60 for j in sim.workload.running_on(n)))
+    jobs = [j.job_id for j in sim.workload.running_on(node)]
+    sim.drain(node, "test", "root", T0)
+    for k in range(1, 11):
+        sim.advance(T0 + k * 2.0)
+        result = sim.to_result(T0 + k * 2.0)
+    assert result.slurm_nodes is not None
+    assert result.slurm_nodes[node].display_state.startswith("DRAINING")
+    running = {j.job_id for j in result.slurm_jobs or () if j.state == "RUNNING"}
+    assert set(jobs) <= running

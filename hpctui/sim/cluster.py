@@ -35,7 +35,7 @@ from hpctui.sim.workload import SimJob, Workload, idx_str
 
 REFRESH_ALL_UP_TO = 512  # up to this many nodes every node is re-read every tick
 REFRESH_SHARE = 16  # above it, a rolling 1/16 (at least 512) plus changed and incident nodes
-DRAIN_FINISH_TICKS = 2  # running jobs on a drained node end this many ticks later
+DRAIN_FINISH_TICKS = 2  # running jobs on a node set to reboot ASAP end this many ticks later
 REBOOT_TICKS = 2
 DRIVER = "550.90.07"
 
@@ -317,9 +317,8 @@ class SimCluster:
         adm = self.admin[name]
         adm.flags.add("DRAIN")
         adm.reason, adm.reason_user, adm.reason_time = reason, user, t
-        for job in self.workload.running_on(name):
-            if job.finish_tick is None:
-                job.finish_tick = self.tick + DRAIN_FINISH_TICKS
+        # As the preview says: running jobs finish first (at their own end), nothing is killed;
+        # the node shows DRAINING until they have, then DRAINED.
         self.mark(name)
         self._event(t, "slurm", f"node/{name}", Severity.WARNING, f"drained by {user}: {reason}")
         return None

@@ -147,6 +147,7 @@ class Workload:
                start: float, end: float) -> None:
         job.state, job.reason, job.nodes, job.gpu_idx = "RUNNING", None, nodes, gpu_idx
         job.start_time, job.planned_end, job.end_time, job.cached = start, end, None, None
+        job.submit_time = min(job.submit_time, start - 60.0)  # never started before it was submitted
         for n in nodes:
             a = self.alloc[n]
             a.cpus += job.cpus_per_node

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Input
 
 from hpctui.runtime import Runtime
-from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, bindings
+from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
@@ -33,7 +36,7 @@ FALLBACK_THEMES = ("dark", "light", "wall")
 class HpcApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "hpctui"
-    BINDINGS = bindings(GLOBAL_KEYS) + _READ_ONLY_FALLBACKS
+    BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _READ_ONLY_FALLBACKS
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
                  autostart: bool = True) -> None:
@@ -52,6 +55,7 @@ class HpcApp(App[None]):
         self._drawn_data_version = -1
         self._pending = False
         self._clock: Timer | None = None
+        self._held_keys: list[events.Key] | None = None  # see hold_keys
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -131,6 +135,73 @@ class HpcApp(App[None]):
         await self.runtime.collect_once()
         self.refresh_from_store()
 
+    # -- triage: views and the problem walk, from any screen but a dialog ---------
+    def _back_to_dashboard(self) -> bool:
+        """Close a job detail or help screen on top of the dashboard; False under a dialog."""
+        from hpctui.ui.actions import ActionDialog
+
+        while self.screen is not self.dashboard:
+            if isinstance(self.screen, ActionDialog) or len(self.screen_stack) <= 1:
+                return False
+            self.pop_screen()
+        return True
+
+    def action_show_view(self, name: str) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.show_view(name)
+
+    def action_next_problem(self, step: int) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.next_problem(step)
+
+    def action_workload_here(self) -> None:
+        if self._back_to_dashboard():
+            self.dashboard.workload_here()
+
+    def action_go_to(self) -> None:
+        from hpctui.ui.screens.goto import GoToScreen
+
+        if not self._back_to_dashboard():
+            return
+        self.hold_keys()
+        self.push_screen(GoToScreen(on_mounted=self.release_keys), self.dashboard.go_to)
+
+    # -- keys typed before their input exists -----------------------------------
+    def hold_keys(self) -> None:
+        """From now until :meth:`release_keys`, hold every key instead of dispatching it:
+        keys typed right after ``g`` belong to the go-to input that is not mounted yet, and
+        must not reach the pane below as actions."""
+        self._held_keys = []
+        self.set_timer(10.0, self._drop_stale_hold)  # never stay deaf if the input never comes
+
+    async def release_keys(self, target: Widget) -> None:
+        """Type the held keys into ``target`` (now focused), in order, then stop holding."""
+        from hpctui.ui.widgets.vtable import feed_key
+
+        held, self._held_keys = self._held_keys or [], None
+        for key in held:
+            if target.is_attached:
+                await feed_key(target, key)
+
+    def _drop_stale_hold(self) -> None:
+        self._held_keys = None
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            if self._held_keys is not None:
+                event.stop()
+                self._held_keys.append(event)
+                return
+            focused = self.focused
+            if event.is_forwarded and event.is_printable and event.character and isinstance(focused, Input):
+                # A character bubbling up unhandled while an input has focus was queued for
+                # another widget before the input took focus (an input keeps its characters):
+                # it belongs to the input, never to a binding of the pane it was queued for.
+                event.stop()
+                focused.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "read_only_notice":
             return self.read_only
@@ -162,3 +233,6 @@ class HpcApp(App[None]):
         yield SystemCommand("Refresh now", "Poll every source now", self.action_refresh_now)
         yield SystemCommand("Next theme", "Cycle hpctui themes", self.action_cycle_theme)
         yield SystemCommand("Keys", "Show every key", self.action_help)
+        yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name", self.action_go_to)
+        yield SystemCommand("Problems", "Findings of warning and worse, worst first", lambda: self.action_show_view("problems"))
+        yield SystemCommand("Events", "Stored events and actions as a timeline", lambda: self.action_show_view("events"))

@@ -39,6 +39,17 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
     KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
 )
+# Triage: views of the middle-left slot and the problem walk; app-wide, so they work from
+# every pane (a focused filter input keeps its own letters).
+TRIAGE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("app.problems", "p", "show_view('problems')", "Problems", "global"),
+    KeySpec("app.events", "e", "show_view('events')", "Events", "global"),
+    KeySpec("app.jobs", "j", "show_view('queue')", "Jobs", "global", show=False),
+    KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
+    KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
+    KeySpec("app.goto", "g", "go_to", "Go to", "global"),
+    KeySpec("app.workload", "w", "workload_here", "Jobs/pods here", "global", show=False),
+)
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),
     KeySpec("heatmap.mark", "space", "toggle_mark", "Mark", "heatmap"),
@@ -85,7 +96,8 @@ LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
-ALL_KEYS = GLOBAL_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS
+ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
+            + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS)
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",
@@ -95,6 +107,12 @@ SCOPE_TITLES = {
 
 def bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
     return [spec.binding() for group in groups for spec in group]
+
+
+def app_bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
+    """App-level keys re-bound on a modal screen (which hides the app's bindings)."""
+    return [Binding(spec.key, f"app.{spec.action}", spec.description, show=False, id=f"modal.{spec.id}")
+            for group in groups for spec in group]
 
 
 def display_key(spec: KeySpec) -> str:

@@ -46,3 +46,12 @@ class JobDetailRequested(Message):
     def __init__(self, job: SlurmJob) -> None:
         super().__init__()
         self.job = job
+
+
+class NodeRequested(Message):
+    """Select ``node`` everywhere (heatmap cursor, node panel, IB and mount panes): enter on a
+    problem, IB, mount or pod row, a digit in the problem list, ``n``/``N``."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node = node

@@ -25,3 +25,17 @@ def test_dashboard_snapshot(snap_compare: Any, make_runtime: Callable[..., Runti
         await load(app, pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("keys", [("p", "4"), ("n", "e"), ("j", "slash", *"gpu0003", "enter"), ("g", *"gpu[0010-0012]")],
+                         ids=["problems", "events", "hostlist-filter", "goto"])
+def test_triage_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], keys: tuple[str, ...]) -> None:
+    """Issue #11: the problem list (a node selected by its number), the event timeline, the queue
+    filtered by a node inside job hostlists, the go-to prompt."""
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+        await load(app, pilot)
+
+    assert snap_compare(app, terminal_size=(200, 60), run_before=run_before, press=keys)

@@ -9,23 +9,45 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import ContentSwitcher, Footer
 
 from hpctui.model import ClusterSnapshot, Part
 from hpctui.runtime import Runtime
+from hpctui.ui.messages import NodeRequested
+from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
+from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
 from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
+
+# What fills a pane, for the title of a pane no configured source provides.
+FILLED_BY = {Part.SLURM_JOBS: ("Slurm jobs", "a `slurm`"), Part.PODS: ("Kubernetes pods", "a `k8s`"),
+             Part.IB: ("InfiniBand data", "an `ssh` or `prometheus`"), Part.MOUNTS: ("mount data", "an `ssh`")}
+
+
+def no_source_note(snapshot: ClusterSnapshot, part: Part) -> str:
+    """'no source provides InfiniBand data — add an `ssh` or `prometheus` source', or ''."""
+    if part in FILLED_BY and not snapshot.part_sources.get(part.value):
+        what, kinds = FILLED_BY[part]
+        return f"no source provides {what} — add {kinds} source"
+    return ""
+
+
+# The middle-left slot shows one of these (keys p / e / j); --wall starts on Problems.
+VIEWS = {"queue": "queue-pane", "problems": "problems-pane", "events": "events-pane"}
 
 
 class DashboardScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    # enter on an IB, mount or pod row selects its node (tables without an enter of their own)
+    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False)]
 
     def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
@@ -44,6 +66,9 @@ class DashboardScreen(Screen[None]):
         self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
         self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
                                                           id="mounts-pane")
+        self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
+        self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
+        self.view = "problems" if wall else "queue"
         if wall:
             self.add_class("-wall")
 
@@ -54,7 +79,10 @@ class DashboardScreen(Screen[None]):
                 yield HeatmapPane(self.heatmap, id="heatmap-pane")
                 yield self.gpu_panel
             with Horizontal(id="middle", classes="row"):
-                yield self.queue_pane
+                with ContentSwitcher(initial=VIEWS[self.view], id="views"):
+                    yield self.queue_pane
+                    yield self.problems_pane
+                    yield self.events_pane
                 yield self.pods_pane
             with Horizontal(id="bottom", classes="row"):
                 yield self.ib_pane
@@ -72,12 +100,16 @@ class DashboardScreen(Screen[None]):
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
         now = self.runtime.clock()
-        self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
-        self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
+        self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now) or no_source_note(snapshot, Part.SLURM_JOBS)
+        self.pods_pane.data_status = part_status(snapshot, Part.PODS, now) or no_source_note(snapshot, Part.PODS)
+        self.ib_pane.data_status = no_source_note(snapshot, Part.IB)
+        self.mounts_pane.data_status = no_source_note(snapshot, Part.MOUNTS)
         self.queue_pane.set_rows(snapshot.jobs)
         self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
+        self.problems_pane.show(snapshot)
+        self.events_pane.show(snapshot, self.selected)
         self._show_node()
         self.update_status()
 
@@ -98,7 +130,7 @@ class DashboardScreen(Screen[None]):
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
         self.queue_pane.border_subtitle = Content(ctl_marker or controller_summary(self.snapshot.controller))
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
-            marker = part_status(self.snapshot, part, now)
+            marker = part_status(self.snapshot, part, now) or no_source_note(self.snapshot, part)
             if marker != pane.data_status:
                 pane.data_status = marker
                 pane.update_title()
@@ -123,3 +155,92 @@ class DashboardScreen(Screen[None]):
                 self.mounts_pane.show(None, self.selected)
             else:
                 self.mounts_pane.node = self.selected
+            if not self.events_pane.scope_all:
+                self.events_pane.show(None, self.selected)
+            else:
+                self.events_pane.node = self.selected
+
+    # -- triage ---------------------------------------------------------------
+    def show_view(self, name: str, focus: bool = True) -> None:
+        """Show the queue, the problem list or the event timeline in the middle-left slot."""
+        pane = self.query_one(f"#{VIEWS[name]}", TablePane)
+        self.view = name
+        self.query_one("#views", ContentSwitcher).current = VIEWS[name]
+        if focus:
+            self.set_focus(pane.table)
+
+    def show_pane(self, pane: TablePane) -> None:
+        """Make ``pane`` visible (for panes that share the middle-left slot)."""
+        for name, pane_id in VIEWS.items():
+            if pane.id == pane_id:
+                self.show_view(name, focus=False)
+
+    def select_node(self, node: str) -> bool:
+        """Select ``node`` everywhere: the heatmap cursor moves, the panes follow."""
+        if not self.heatmap.select(node):
+            self.notify(f"{node}: not in the node list", severity="warning", timeout=2)
+            return False
+        return True
+
+    def next_problem(self, step: int) -> None:
+        node = next_problem_node(self.problems_pane.nodes, self.heatmap.cursor_node, step)
+        if node is None:
+            self.notify("no problems of warning or worse", timeout=2)
+            return
+        self.select_node(node)
+        self.problems_pane.problems.point_at(node)
+
+    def go_to(self, text: str | None) -> None:
+        """Select what ``g`` named: a node; a job (its first node, and its detail opens);
+        a pod (its node); a hostlist (its nodes marked, the first selected)."""
+        if not text or self.snapshot is None:
+            return
+        from hpctui.ui.screens.goto import resolve
+
+        target = resolve(self.snapshot, self.heatmap.knows, text)
+        if target.error is not None:
+            self.notify(target.error, severity="warning", timeout=3)
+            return
+        if len(target.nodes) > 1 and target.job is None:  # a hostlist: mark it (a job's nodes are not
+            self.heatmap.action_clear_marks()             # marked: marks are action targets)
+            for node in target.nodes:
+                self.heatmap.select(node)
+                self.heatmap.action_toggle_mark()
+        if target.nodes:
+            self.select_node(target.nodes[0])
+        if target.job is not None:
+            from hpctui.ui.messages import JobDetailRequested
+
+            self.post_message(JobDetailRequested(target.job))
+        elif target.pod is not None:
+            self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3)
+
+    def workload_here(self) -> None:
+        """``w``: the selected node's jobs and pods as rows (the queue and pod filters set to
+        the node; a job on ``gpu[0002-0005]`` matches ``gpu0003``), the queue focused."""
+        node = self.selected
+        if node is None:
+            return
+        from hpctui.ui.widgets.panes import FilterInput
+
+        for pane in (self.queue_pane, self.pods_pane):
+            box = pane.query_one(FilterInput)
+            box.remove_class("-hidden")
+            box.value = node
+            pane.table.set_filter(node)
+            pane.update_title()
+        self.show_view("queue")
+
+    @on(NodeRequested)
+    def _node_requested(self, event: NodeRequested) -> None:
+        event.stop()
+        self.select_node(event.node)
+
+    def action_select_row_node(self) -> None:
+        focused = self.focused
+        row = getattr(focused, "cursor_row", None)
+        node = getattr(getattr(row, "port", None), "node", None) or getattr(getattr(row, "mount", None), "node", None)
+        if node is None and focused is self.pods_pane.table:
+            node = getattr(row, "node", None)
+        if isinstance(node, str):
+            self.select_node(node)

@@ -18,6 +18,7 @@ from hpctui.model import SlurmJob
 from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
+from hpctui.ui.keys import JOB_ACTION_KEYS, TRIAGE_KEYS, app_bindings, bindings
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
@@ -37,6 +38,18 @@ def _limit(minutes: int | None) -> str:
     days, rest = divmod(minutes, 1440)
     hours, mins = divmod(rest, 60)
     return (f"{days}-" if days else "") + f"{hours:02d}:{mins:02d}:00"
+
+
+def _elapsed_left(job: SlurmJob, now: float) -> list[tuple[str, str, str]]:
+    """A running job: how long it has run and how long its time limit leaves it."""
+    if job.state != "RUNNING" or job.start_time is None:
+        return []
+    elapsed = max(0.0, now - job.start_time)
+    if job.time_limit_min is None:
+        return [("elapsed / left", f"{age(elapsed)} / no limit", "")]
+    left = job.start_time + job.time_limit_min * 60 - now
+    return [("elapsed / left", f"{age(elapsed)} / {age(left) if left > 0 else 'over its limit'}",
+             "$warning" if left < 600 else "")]
 
 
 def job_lines(job: SlurmJob, now: float) -> Content:
@@ -60,6 +73,7 @@ def job_lines(job: SlurmJob, now: float) -> Content:
         ("started", _when(job.start_time, now) if job.state != "PENDING" else
          ("expected " + _when(job.start_time, now) if job.start_time else NA_TEXT), ""),
         ("end / limit", f"{_when(job.end_time, now)}  /  {_limit(job.time_limit_min)}", ""),
+        *_elapsed_left(job, now),
         ("exit", NA_TEXT if job.exit_code is None and job.exit_signal is None else
          f"code {num(job.exit_code)}" + (f", signal {job.exit_signal}" if job.exit_signal else ""), ""),
         ("restarts", num(job.restart_count), ""),
@@ -71,7 +85,8 @@ def job_lines(job: SlurmJob, now: float) -> Content:
 
 
 class JobDetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close")]
+    BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS),
+                *bindings(JOB_ACTION_KEYS), Binding("s", "select_nodes", "Select its nodes")]
     DEFAULT_CSS = """
     JobDetailScreen { align: center middle; }
     JobDetailScreen > Vertical {
@@ -89,7 +104,8 @@ class JobDetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Slurm job {self.job.display_id}  (esc to close)", id="job-title")
+            yield Label(f"Slurm job {self.job.display_id}  (esc: close · s: select its nodes · R H h l x: act)",
+                        id="job-title")
             with VerticalScroll():
                 yield Static(job_lines(self.job, self.runtime.clock()), id="job-body")
                 yield Static("", id="job-accounting")
@@ -110,6 +126,21 @@ class JobDetailScreen(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def action_select_nodes(self) -> None:
+        """Close and select the job's nodes everywhere (several: marked, the first selected)."""
+        nodes = self.job.nodes
+        self.dismiss(None)
+        dashboard = getattr(self.app, "dashboard", None)
+        if nodes and dashboard is not None:
+            self.app.call_later(dashboard.go_to, nodes)
+
+    def action_request_action(self, kind: str) -> None:
+        """Job actions from the detail view: the same dialog (preview, confirmation, audit)."""
+        from hpctui.actions.base import ActionKind
+        from hpctui.ui.messages import ActionRequested
+
+        self.app.post_message(ActionRequested(ActionKind(kind), (self.job.display_id,)))
 
 
 def accounting_lines(info: AccountingInfo | None, job: SlurmJob) -> Content:

@@ -27,6 +27,7 @@ from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import collect
 from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, Metric, compute_levels, node_names
 from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
+from hpctui.ui.labels import unique_labels
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.palette import Palette
 
@@ -278,12 +279,20 @@ class NodeHeatmap(ScrollView, can_focus=True):
             return Strip.blank(0)
         segment = self._segment
         if self.cell_width >= LABEL_MIN_WIDTH:
-            names = self.names
-            segments = [segment(levels[i], glyphs[i], i in marked, i == cursor, node_label(names[i]))
+            labels = self._cell_labels()
+            segments = [segment(levels[i], glyphs[i], i in marked, i == cursor, labels[i])
                         for i in range(start, end)]
         else:
             segments = [segment(levels[i], glyphs[i], i in marked, i == cursor) for i in range(start, end)]
         return Strip(segments, (end - start) * self.cell_width)
+
+    def _cell_labels(self) -> list[str]:
+        """Unique short labels for the current names and cell width (see hpctui.ui.labels)."""
+        key = (id(self.names), len(self.names), self.cell_width)
+        cached: tuple[object, list[str]] | None = getattr(self, "_label_cache", None)
+        if cached is None or cached[0] != key:
+            cached = self._label_cache = (key, unique_labels(self.names, self.cell_width - 2))
+        return cached[1]
 
     def render_line(self, y: int) -> Strip:
         row = y + int(self.scroll_offset.y)

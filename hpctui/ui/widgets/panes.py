@@ -28,12 +28,16 @@ class FilterInput(Input):
 
     BINDINGS = [Binding("escape", "close", "Close filter", show=False)]
 
+    def __init__(self, *, placeholder: str = "", classes: str | None = None) -> None:
+        # No select-all on focus: keys fed in before the focus event lands must not be replaced.
+        super().__init__(placeholder=placeholder, classes=classes, select_on_focus=False)
+
     def action_close(self) -> None:
         self.value = ""
         self.add_class("-hidden")
         pane = self.parent
         if isinstance(pane, TablePane):
-            pane.table.focus()
+            self.screen.set_focus(pane.table)
 
 
 class TablePane(Vertical):
@@ -46,6 +50,7 @@ class TablePane(Vertical):
         self.table = table
         self.border_title = title
         self.data_status = ""  # e.g. "✗ stale 42s: slurmctld unreachable", shown in the title
+        table.filter_opener = self.open_filter
 
     def compose(self) -> ComposeResult:
         yield self.table
@@ -65,17 +70,24 @@ class TablePane(Vertical):
         if extra:
             parts.append(extra)
         if table.filter_text:
-            parts.append(f"/{table.filter_text}")
+            parts.append(f"/{table.filter_text}" + (f" ({table.filter_error})" if table.filter_error else ""))
         if table.marked:
             parts.append(f"{len(table.marked)} marked")
         self.border_title = Content(" · ".join(parts))  # plain text: filters and errors may hold "["
 
+    def open_filter(self) -> FilterInput:
+        """Show the filter and focus it *now* (not after a refresh, as ``focus()`` would), so
+        every later key goes to it; the table feeds it the keys already queued behind ``/``
+        ("/xyz" must filter for "xyz", never cancel a job)."""
+        box = self.query_one(FilterInput)
+        box.remove_class("-hidden")
+        self.screen.set_focus(box)
+        return box
+
     @on(VirtualTable.FilterRequested)
     def _show_filter(self, event: VirtualTable.FilterRequested) -> None:
         event.stop()
-        box = self.query_one(FilterInput)
-        box.remove_class("-hidden")
-        box.focus()
+        self.open_filter()
 
     @on(Input.Changed)
     def _filter_changed(self, event: Input.Changed) -> None:

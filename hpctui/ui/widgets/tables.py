@@ -16,7 +16,7 @@ from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested
-from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
+from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 # Text colours (readable on the table background): Textual's own status colours,
 # plus sev-critical, which every shipped theme keeps legible as text.
@@ -150,7 +150,7 @@ class QueueTable(VirtualTable[SlurmJob]):
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
         super().__init__(JOB_COLUMNS, row_key=lambda j: j.display_id, search_text=job_search,
-                         markable=True, id=id)
+                         markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
         self.actions_enabled = actions_enabled
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -184,7 +184,8 @@ class PodTable(VirtualTable[Pod]):
     BINDINGS = bindings(POD_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
-        super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search, id=id)
+        super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search,
+                         row_nodes=lambda p: (p.node,) if p.node else (), id=id)
         self.actions_enabled = actions_enabled
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -209,9 +210,9 @@ def pod_table(id: str | None = None, *, actions_enabled: bool = True) -> PodTabl
 
 def link_table(id: str | None = None) -> VirtualTable[LinkRow]:
     return VirtualTable(LINK_COLUMNS, row_key=lambda r: f"{r.port.node}/{r.port.device}:{r.port.port}",
-                        row_style=lambda r: SEVERITY_VAR[r.severity], id=id)
+                        row_style=lambda r: SEVERITY_VAR[r.severity], row_nodes=lambda r: (r.port.node,), id=id)
 
 
 def mount_table(id: str | None = None) -> VirtualTable[MountRow]:
     return VirtualTable(MOUNT_COLUMNS, row_key=lambda r: f"{r.mount.node}:{r.mount.target}",
-                        row_style=lambda r: SEVERITY_VAR[r.severity], id=id)
+                        row_style=lambda r: SEVERITY_VAR[r.severity], row_nodes=lambda r: (r.mount.node,), id=id)

@@ -8,8 +8,10 @@ cached per position until the data, sort, filter, size or theme changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar
 
 from rich.segment import Segment
@@ -21,7 +23,10 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
+from textual.widget import Widget
+from textual.widgets import Input
 
+from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.ui.keys import TABLE_KEYS, bindings
 from hpctui.ui.palette import Palette
 
@@ -46,12 +51,80 @@ class Column(Generic[T]):
     style: Callable[[T], str | None] | None = None
 
 
+@lru_cache(maxsize=65536)
+def hostlist_set(expr: str) -> frozenset[str]:
+    """A row's node list (``gpu[0002-0005]``) as a set; empty when it is not a hostlist."""
+    if not expr:
+        return frozenset()
+    if "[" not in expr:
+        return frozenset(n.strip() for n in expr.split(","))
+    try:
+        return frozenset(expand(expr))
+    except HostlistError:
+        return frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """``/`` text: a substring, ``re:<regex>``, or a node/hostlist (``gpu[0002-0005]`` matches
+    a row on any of those nodes, e.g. a job on ``gpu[0003,0010]``); a leading ``!`` inverts."""
+
+    text: str
+    invert: bool = False
+    regex: re.Pattern[str] | None = None
+    nodes: frozenset[str] | None = None
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, raw: str) -> RowFilter:
+        text = raw.strip().lower()
+        invert = text.startswith("!")
+        if invert:
+            text = text[1:].strip()
+        if text.startswith("re:"):
+            try:
+                return cls(text, invert, regex=re.compile(text[3:], re.IGNORECASE))
+            except re.error as exc:
+                return cls(text, invert, error=f"bad regex: {exc}")
+        nodes = None
+        if any(c.isdigit() for c in text) and any(c.isalpha() for c in text) and " " not in text:
+            try:
+                names = expand(text) if "[" in text else [n for n in text.split(",") if n]
+            except HostlistError:
+                names = []
+            if names and all(is_valid_hostname(n) for n in names):
+                nodes = frozenset(names)
+        return cls(text, invert, nodes=nodes)
+
+    def match(self, haystack: str, row_nodes: frozenset[str] | None) -> bool:
+        if self.error is not None:
+            hit = False
+        elif self.regex is not None:
+            hit = self.regex.search(haystack) is not None
+        else:
+            hit = self.text in haystack or (self.nodes is not None and row_nodes is not None
+                                            and not self.nodes.isdisjoint(row_nodes))
+        return hit != self.invert
+
+
 _NAV: list[BindingType] = [
     Binding("up", "move(-1)", show=False), Binding("down", "move(1)", show=False),
     Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
     Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
     Binding("left", "scroll_left", show=False), Binding("right", "scroll_right", show=False),
 ]
+
+
+async def feed_key(target: Widget, event: events.Key) -> None:
+    """Give ``target`` a key that was queued for another widget: a printable character is
+    typed into an Input, any other key runs ``target``'s own binding for it (enter, escape,
+    backspace); keys it has no binding for are dropped — never passed on as an action."""
+    if event.is_printable and event.character is not None and isinstance(target, Input):
+        target.insert_text_at_cursor(event.character)
+        return
+    for binding in target._bindings.key_to_bindings.get(event.key, ()):
+        if await target.app.run_action(binding.action, target):
+            return
 
 
 class VirtualTable(ScrollView, Generic[T], can_focus=True):
@@ -83,8 +156,12 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
     def __init__(self, columns: Sequence[Column[T]], *, row_key: Callable[[T], str],
                  search_text: Callable[[T], str] | None = None, row_style: Callable[[T], str | None] | None = None,
                  markable: bool = False, sort: str | None = None, reverse: bool = False,
+                 row_nodes: Callable[[T], Iterable[str]] | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self.row_nodes = row_nodes  # the nodes a row is about: lets a hostlist filter match it
+        self._nodesets: list[frozenset[str]] | None = None
+        self.filter_error: str | None = None
         self.columns = list(columns)
         self.row_key = row_key
         self.search_text = search_text
@@ -107,6 +184,10 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         gutter = 2 if markable else 0
         self._gutter = gutter
         self._width = gutter + sum(c.width + 1 for c in self.columns)
+        # Set by the pane around the table: opens its filter input and returns it. Keys that
+        # were already queued for this table behind ``/`` are fed to that input (see on_key).
+        self.filter_opener: Callable[[], Widget | None] | None = None
+        self._key_sink: Widget | None = None
 
     # -- data down ------------------------------------------------------------
     def set_rows(self, rows: Sequence[T]) -> None:
@@ -147,6 +228,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             sort_key = column.sort_key or column.text
             self._sorted = sorted(self.rows, key=sort_key, reverse=self.sort_reverse)
         self._haystack = None
+        self._nodesets = None
 
     def _refilter(self, keep: str | None = None) -> None:
         needle = self.filter_text
@@ -156,7 +238,21 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             if self._haystack is None:
                 text = self.search_text or (lambda r: " ".join(c.text(r) for c in self.columns))
                 self._haystack = [text(r).lower() for r in self._sorted]
-            self.view = [r for r, h in zip(self._sorted, self._haystack, strict=True) if needle in h]
+            rule = RowFilter.parse(needle)
+            self.filter_error = rule.error
+            if rule.nodes is None and rule.regex is None and not rule.invert and rule.error is None:
+                self.view = [r for r, h in zip(self._sorted, self._haystack, strict=True) if needle in h]
+            else:
+                nodesets: Sequence[frozenset[str] | None]
+                if rule.nodes is not None and self.row_nodes is not None:
+                    if self._nodesets is None:
+                        row_nodes = self.row_nodes
+                        self._nodesets = [frozenset(row_nodes(r)) for r in self._sorted]
+                    nodesets = self._nodesets
+                else:
+                    nodesets = [None] * len(self._sorted)
+                self.view = [r for r, h, n in zip(self._sorted, self._haystack, nodesets, strict=True)
+                             if rule.match(h, n)]
         if keep is not None:
             row_key = self.row_key
             self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep), min(self.cursor, len(self.view) - 1))
@@ -255,10 +351,20 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
                 cached = self._lines[index] = self._format_row(self.view[index])
             strip = cached
             if index == self.cursor:
-                palette = self._palette or Palette.from_app(self.app)
-                cursor = palette.on("block-cursor-background" if self.has_focus else "panel", bold=self.has_focus)
-                strip = strip.extend_cell_length(max(width + scroll_x, self._width)).apply_style(cursor)
+                strip = strip.extend_cell_length(max(width + scroll_x, self._width), self._base_style)
+                # A post-style: the row's cells carry the table background, which a plain
+                # apply_style (a base style) would leave on top, hiding the cursor row.
+                strip = Strip(Segment.apply_style(strip, post_style=self._cursor_style()), strip.cell_length)
         return strip.crop(scroll_x, scroll_x + width)
+
+    def _cursor_style(self) -> Style:
+        """Focused: the theme's cursor colour with contrasting bold text. Unfocused: a dimmer
+        tint that keeps the cells' own colours, so the row an action would hit stays visible."""
+        palette = self._palette or Palette.from_app(self.app)
+        if self.has_focus:
+            return palette.on("block-cursor-background", bold=True)
+        tint = palette.solid("block-cursor-blurred-background") or palette.solid("panel")
+        return Style(bgcolor=tint.rich_color) if tint is not None else Style(underline=True)
 
     def on_focus(self) -> None:
         self._refresh_cursor()
@@ -305,7 +411,32 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self.sort_by(self.sort_column, reverse=not self.sort_reverse)
 
     def action_start_filter(self) -> None:
-        self.post_message(self.FilterRequested(self))
+        if self.filter_opener is not None:
+            self._key_sink = self.filter_opener()
+        else:
+            self.post_message(self.FilterRequested(self))
+
+    def _is_filter_key(self, key: str) -> bool:
+        return any(b.action == "start_filter" for b in self._bindings.key_to_bindings.get(key, ()))
+
+    async def on_key(self, event: events.Key) -> None:
+        """Keys typed right after ``/`` belong to the filter, never to this table's actions.
+
+        A terminal delivers a fast typist's keys together: the app forwards each to the widget
+        focused *when it arrives*, so "/xyz" queues all four here before ``/`` has been handled.
+        ``/`` is therefore handled here, in queue order (opening the filter and moving focus at
+        once), and every key still queued behind it is fed to the filter input."""
+        sink = self._key_sink
+        if sink is not None and sink.is_attached and self.screen.focused is sink:
+            event.stop()
+            event.prevent_default()
+            await feed_key(sink, event)
+            return
+        self._key_sink = None
+        if self.filter_opener is not None and self._is_filter_key(event.key):
+            event.stop()
+            event.prevent_default()
+            self.action_start_filter()
 
     def action_toggle_mark(self) -> None:
         key = self.cursor_key

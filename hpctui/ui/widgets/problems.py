@@ -1,0 +1,285 @@
+"""The Problems view: every finding of warning and worse, worst node first, grouped by node.
+
+Findings are read only through :func:`hpctui.findings.findings_for` (one shared index per
+snapshot). Each row names the node, the GPU index (for GPU findings), what is wrong, since
+when (the earliest stored event on the same object, else when this view first saw it) and
+the source that reported it. ``enter`` selects the row's node everywhere; ``1``–``9`` jump to
+(and select) the n-th problem node; the dashboard's ``n``/``N`` walk the same order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from textual.binding import Binding
+
+from hpctui.findings import FindingsIndex, findings_for
+from hpctui.health import Finding, Thresholds
+from hpctui.model import ClusterSnapshot, Part, Severity
+from hpctui.ui.messages import NodeRequested
+from hpctui.ui.widgets.panes import TablePane
+from hpctui.ui.widgets.tables import SEVERITY_VAR
+from hpctui.ui.widgets.vtable import Column, VirtualTable
+
+PROBLEM_MIN = Severity.WARNING
+THREAD_ABOVE = 2048  # nodes: bigger clusters group their findings in a worker thread
+SEVERITY_WORD = {Severity.WARNING: "warn", Severity.ERROR: "error", Severity.CRITICAL: "CRIT"}
+
+
+def object_node(obj: str) -> str:
+    """``gpu/gpu01/3`` → ``gpu01``; ``mount/gpu01:/lustre`` → ``gpu01``; ``node/gpu01`` → ``gpu01``."""
+    parts = obj.split("/", 2)
+    return parts[1].split(":", 1)[0] if len(parts) > 1 else obj
+
+
+def object_gpu(obj: str) -> int | None:
+    """The GPU index of a ``gpu/<node>/<index>`` object, else None."""
+    parts = obj.split("/")
+    if len(parts) == 3 and parts[0] == "gpu" and parts[2].isdigit():
+        return int(parts[2])
+    return None
+
+
+def object_key(obj: str) -> str:
+    """One spelling for findings and events: ``ib/n/mlx5_0:1`` and ``ib/n/mlx5_0/1`` match."""
+    return obj.replace(":", "/").replace("//", "/")
+
+
+def finding_part(finding: Finding) -> Part:
+    """Which snapshot part a finding was read from (names its source)."""
+    kind = finding.object.split("/", 1)[0]
+    if kind == "gpu":
+        return Part.GPUS
+    if kind == "ib":
+        return Part.IB
+    if kind == "mount":
+        return Part.MOUNTS
+    return Part.SLURM_NODES if finding.code.startswith("slurm") else Part.K8S_NODES
+
+
+def problem_groups(index: FindingsIndex) -> list[tuple[str, tuple[Finding, ...]]]:
+    """(node, its findings of warning and worse) for every node that has some: worst node
+    first, then the one with more such findings, then cluster order."""
+    groups = []
+    for node, findings in index.by_node.items():
+        bad = tuple(f for f in findings if f.severity >= PROBLEM_MIN)
+        if bad:
+            groups.append((node, bad))
+    groups.sort(key=lambda g: (-max(f.severity for f in g[1]), -len(g[1])))
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemRow:
+    number: int  # the node's place in the problem order (1-based)
+    first: bool  # the first row of its node's group
+    node: str
+    gpu: int | None
+    finding: Finding
+    since: float
+    source: str
+
+    @property
+    def severity(self) -> Severity:
+        return self.finding.severity
+
+
+class ProblemMemory:
+    """What the view remembers across snapshots, per finding (object, code):
+
+    - since when it is bad: its earliest stored event (warning or worse) on the same
+      object, else the first snapshot this view saw it in;
+    - flap memory: a finding that cleared stays listed as *recovered* (with how often it
+      went bad and when it last was) for ``window_s``; one that comes back counts a flap.
+    Forgotten once it has been clear for the whole window."""
+
+    def __init__(self, window_s: float = 600.0) -> None:
+        self.window_s = window_s
+        self.first_seen: dict[tuple[str, str], float] = {}
+        self.bad_count: dict[tuple[str, str], int] = {}
+        self.last_bad: dict[tuple[str, str], float] = {}
+        self.current: dict[tuple[str, str], Finding] = {}
+        self.recovered: dict[tuple[str, str], Finding] = {}
+
+    def update(self, snapshot: ClusterSnapshot, findings: Sequence[Finding]) -> None:
+        now = snapshot.time
+        earliest: dict[str, float] = {}
+        for event in snapshot.events:
+            if event.severity >= PROBLEM_MIN:
+                obj = object_key(event.object)
+                if event.time < earliest.get(obj, float("inf")):
+                    earliest[obj] = event.time
+        current = {(f.object, f.code): f for f in findings}
+        for key, finding in self.current.items():
+            if key not in current:
+                self.recovered[key] = finding
+        for key, finding in current.items():
+            if key in self.recovered:
+                del self.recovered[key]
+                self.bad_count[key] = self.bad_count.get(key, 1) + 1
+            elif key not in self.current:
+                self.bad_count[key] = 1
+            self.last_bad[key] = now
+            first = self.first_seen.get(key, now)
+            self.first_seen[key] = min(first, earliest.get(object_key(finding.object), first))
+        self.current = current
+        for key in [k for k in self.recovered if now - self.last_bad.get(k, now) > self.window_s]:
+            del self.recovered[key]
+        keep = current.keys() | self.recovered.keys()
+        for table in (self.first_seen, self.bad_count, self.last_bad):
+            for key in [k for k in table if k not in keep]:
+                del table[key]
+
+    def row_findings(self, node_findings: Sequence[Finding]) -> list[tuple[Finding, float, str]]:
+        """(finding, since, note) for one node: its current findings, then its recovered ones."""
+        out = []
+        for f in node_findings:
+            key = (f.object, f.code)
+            count = self.bad_count.get(key, 1)
+            out.append((f, self.first_seen.get(key, self.last_bad.get(key, 0.0)),
+                        f" · bad {count}× in {ago(self.window_s)}" if count > 1 else ""))
+        return out
+
+
+def recovered_finding(finding: Finding, count: int, last_bad: float, now: float) -> Finding:
+    """A cleared finding as a warning row: it may come back (a flapping link, a mount)."""
+    message = f"recovered, was bad {count}× (last {ago(now - last_bad)} ago): {finding.message}"
+    return Finding(severity=Severity.WARNING, object=finding.object, code=f"{finding.code}_recovered", message=message)
+
+
+def ago(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+def _columns(now: list[float]) -> list[Column[ProblemRow]]:
+    """``now`` is a one-element box the pane updates, so ages follow the clock."""
+    return [
+        Column("number", "#", 2, lambda r: str(r.number) if r.first and r.number < 10 else "", lambda r: r.number,
+               align="right"),
+        Column("severity", "SEV", 5, lambda r: SEVERITY_WORD.get(r.severity, ""), lambda r: -r.severity,
+               style=lambda r: SEVERITY_VAR[r.severity]),
+        Column("node", "NODE", 10, lambda r: r.node if r.first else "", lambda r: r.number),
+        Column("gpu", "GPU", 3, lambda r: "" if r.gpu is None else str(r.gpu), lambda r: (r.gpu is None, r.gpu or 0),
+               align="right"),
+        Column("since", "SINCE", 6, lambda r: ago(now[0] - r.since), lambda r: r.since, align="right"),
+        Column("what", "WHAT", 60, lambda r: r.finding.message, lambda r: r.finding.message),
+        Column("source", "SOURCE", 10, lambda r: r.source, lambda r: r.source),
+    ]
+
+
+def _search(row: ProblemRow) -> str:
+    return f"{row.node} gpu{'' if row.gpu is None else row.gpu} {row.finding.code} {row.finding.message} {row.source}"
+
+
+class ProblemsTable(VirtualTable[ProblemRow]):
+    """Rows of findings; ``enter`` selects the row's node, ``1``–``9`` the n-th problem node."""
+
+    BINDINGS = [
+        Binding("enter", "select_node", "Select node"),
+        *[Binding(str(d), f"jump_group({d})", show=False) for d in range(1, 10)],
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        self.now = [0.0]
+        super().__init__(_columns(self.now), row_key=lambda r: f"{r.finding.object}#{r.finding.code}",
+                         search_text=_search, row_style=lambda r: SEVERITY_VAR[r.severity],
+                         row_nodes=lambda r: (r.node,), id=id)
+
+    def action_select_node(self) -> None:
+        row = self.cursor_row
+        if row is not None:
+            self.post_message(NodeRequested(row.node))
+
+    def point_at(self, node: str) -> None:
+        """Put the cursor on ``node``'s first row (n/N keep the list in step)."""
+        for i, row in enumerate(self.view):
+            if row.first and row.node == node:
+                self._move_cursor(i)
+                return
+
+    def redraw(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def action_jump_group(self, number: int) -> None:
+        for i, row in enumerate(self.view):
+            if row.first and row.number == number:
+                self._move_cursor(i)
+                self.post_message(NodeRequested(row.node))
+                return
+
+
+class ProblemsPane(TablePane):
+    """The live problem list: rebuilt from the shared findings on every snapshot."""
+
+    def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
+        self.problems = ProblemsTable(id="problems")
+        super().__init__("Problems", self.problems, id=id)
+        self.thresholds = thresholds
+        self.memory = ProblemMemory(thresholds.flap_window_s)
+        self.nodes: list[str] = []  # problem nodes, worst first: the order n/N walk
+        self._request = 0
+
+    def show(self, snapshot: ClusterSnapshot) -> None:
+        self._request += 1
+        if len(snapshot.nodes) < THREAD_ABOVE:
+            self._apply(snapshot, problem_groups(findings_for(snapshot, self.thresholds)), self._request)
+            return
+        job = partial(self._groups_thread, snapshot, self._request)
+        self.run_worker(job, name="problems", group="problems", description="problem list", thread=True,
+                        exclusive=True)
+
+    def _groups_thread(self, snapshot: ClusterSnapshot, request: int) -> None:
+        groups = problem_groups(findings_for(snapshot, self.thresholds))
+        self.app.call_from_thread(self._apply, snapshot, groups, request)
+
+    def _apply(self, snapshot: ClusterSnapshot, groups: list[tuple[str, tuple[Finding, ...]]], request: int) -> None:
+        if request != self._request:
+            return
+        memory = self.memory
+        memory.update(snapshot, [f for _, fs in groups for f in fs])
+        by_node: dict[str, list[tuple[Finding, float, str]]] = {node: memory.row_findings(fs) for node, fs in groups}
+        for key, old in memory.recovered.items():  # flap memory: cleared, but not forgotten yet
+            last = memory.last_bad.get(key, snapshot.time)
+            row = (recovered_finding(old, memory.bad_count.get(key, 1), last, snapshot.time), last, "")
+            by_node.setdefault(object_node(old.object), []).append(row)
+        order = sorted(by_node, key=lambda n: (-max(f.severity for f, _, _ in by_node[n]), -len(by_node[n])))
+        sources = {part: ", ".join(names) for part, names in snapshot.part_sources.items()}
+        rows: list[ProblemRow] = []
+        for number, node in enumerate(order, 1):
+            for i, (f, since, note) in enumerate(by_node[node]):
+                if note:
+                    f = Finding(severity=f.severity, object=f.object, code=f.code, message=f.message + note)
+                rows.append(ProblemRow(number=number, first=i == 0, node=node, gpu=object_gpu(f.object), finding=f,
+                                       since=since, source=sources.get(finding_part(f).value, "?")))
+        self.nodes = order
+        self.problems.now[0] = snapshot.time
+        self.problems.redraw()  # ages moved even where the rows did not
+        self.set_rows(rows)
+
+    def update_title(self, extra: str = "") -> None:
+        n = len(self.nodes)
+        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: select · 1-9 · n/N" if n else
+                                       "nothing of warning or worse"))
+
+
+def next_problem_node(nodes: Sequence[str], current: str | None, step: int) -> str | None:
+    """The problem node after (step 1) or before (step -1) ``current``, wrapping around; the
+    first (or last) when ``current`` is not a problem node."""
+    if not nodes:
+        return None
+    if current in nodes:
+        return nodes[(nodes.index(current) + step) % len(nodes)]
+    return nodes[0] if step > 0 else nodes[-1]
+
+
+__all__ = ["ProblemRow", "ProblemsPane", "ProblemsTable", "next_problem_node", "problem_groups"]
