@@ -15,7 +15,7 @@ from hpctui.health import ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
-from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested
+from hpctui.ui.messages import ActionRequested, JobDetailRequested, NodeRequested, PodDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 # Text colours (readable on the table background): Textual's own status colours,
@@ -201,6 +201,8 @@ class PodTable(VirtualTable[Pod]):
     def action_pod_detail(self, what: str) -> None:
         pod = self.cursor_row
         if pod is not None:
+            if pod.node:  # the pod's node follows it everywhere, as enter on IB/mount rows does
+                self.post_message(NodeRequested(pod.node))
             self.post_message(PodDetailRequested(pod, what))
 
 
