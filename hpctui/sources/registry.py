@@ -16,6 +16,7 @@ import msgspec
 
 from hpctui.sources.demo_settings import DemoSettings, build_demo_source
 from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
+from hpctui.sources.ssh.settings import SshSettings, build_ssh_source
 
 if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
@@ -53,6 +54,7 @@ def _entry(kind: str, settings_type: type[msgspec.Struct], build: Callable[[Any,
 SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster"),
     _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm"),
+    _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
 ])
 
 # Kinds that are known to be coming: a config naming one gets "not implemented in this
