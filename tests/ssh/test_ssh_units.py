@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import resource
 from pathlib import Path
 
@@ -80,7 +79,7 @@ def test_error_lines() -> None:
     assert "unknown or changed host key" in describe_error(asyncssh.HostKeyNotVerifiable("Host key is not trusted"))
     assert describe_error(asyncssh.PermissionDenied("no")).startswith("authentication refused")
     assert describe_error(ConnectionRefusedError(111, "Connection refused")) == "connection refused"
-    assert describe_error(asyncio.TimeoutError(), 3) == "connect timed out after 3 s"
+    assert describe_error(TimeoutError(), 3) == "connect timed out after 3 s"
 
 
 def test_nofile_raised_to_hard_limit() -> None:
