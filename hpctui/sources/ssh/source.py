@@ -145,7 +145,8 @@ class SshSource:
                 late_probes=late,
             )
         if bad:
-            warnings.append(f"{bad} unreadable probe record(s) dropped")
+            last = next((r.last_drop for r in self.runners.values() if r.last_drop), None)
+            warnings.append(f"{bad} unreadable probe record(s) dropped" + (f" (last: {last})" if last else ""))
         events, self._pending_events = tuple(self._pending_events), []
         return SourceResult(source=self.name, time=now, gpus=gpus, ib=ib, mounts=mounts, services=services,
                             resources=resources, events=events, probes=probes, warnings=tuple(warnings))

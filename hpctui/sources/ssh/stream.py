@@ -67,6 +67,7 @@ class NodeRunner:
         self.records = 0
         self.bad_records = 0
         self.bad_reported = 0  # bad records already counted in a SourceResult warning
+        self.last_drop: str | None = None  # why the last unreadable piece of output was dropped
         self.error: str | None = target.error
         self.next_retry: float | None = None
         self.connected = False
@@ -97,6 +98,11 @@ class NodeRunner:
             self.bad_records += 1
             self.error = f"probe output unreadable: {type(exc).__name__}"
             return
+        take = getattr(splitter, "take_warnings", None)
+        dropped = take() if take is not None else []
+        if dropped:  # garbage, binary or cut records: each costs itself only
+            self.bad_records += len(dropped)
+            self.last_drop = clean_text(str(dropped[-1]))[:200]
         for record in records:
             try:
                 reading = self.codec.parse(self.node, record, self._state)
