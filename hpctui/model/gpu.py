@@ -78,6 +78,19 @@ XID_MEANING: dict[int, str] = {
 }
 
 
+# FACTS §1 Xid catalogue: the immediate action NVIDIA recommends.
+XID_ACTION: dict[int, str] = {
+    13: "restart the application", 31: "restart the application", 43: "none (GPU stays healthy)",
+    45: "follow the other Xids", 48: "reset the GPU (drain, stop its processes, nvidia-smi -r)",
+    63: "none; reset the GPU to apply the pending remap", 64: "reset the GPU; RMA candidate",
+    74: "check NVLink (peer GPU may be the cause); reset the GPU", 79: "reboot the node",
+    92: "none (watch the trend)", 94: "restart the application; reset the GPU when convenient",
+    95: "reset the GPU", 109: "reset the GPU", 119: "reset the GPU", 120: "reset the GPU",
+    140: "reset the GPU", 143: "reset the GPU", 154: "follow the recovery action it names",
+    158: "reset the GPU",
+}
+
+
 class MigInstance(msgspec.Struct, frozen=True, kw_only=True):
     """One MIG GPU instance (with its compute instance) on a MIG-enabled GPU."""
 

@@ -27,6 +27,8 @@ class IbPort(msgspec.Struct, frozen=True, kw_only=True):
     link_layer: str | None = None
     counters: dict[str, int] = msgspec.field(default_factory=dict)
     deltas: dict[str, int] = msgspec.field(default_factory=dict)  # since previous read
+    flaps: int = 0  # downs seen by the probe since it started (link_downed rises, ACTIVE -> not ACTIVE)
+    last_down: float | None = None  # when the probe last saw the port go down; stays after it is back up
 
     @property
     def degraded_rate(self) -> bool:

@@ -1,0 +1,24 @@
+"""Transport-independent node probe: the remote ``sh`` loop and the parser of its records.
+
+* :func:`hpctui.probes.script.build_probe_script` builds the POSIX ``sh`` loop sent as the
+  remote command (no agent on the node). It prints one delimited record per interval.
+* :class:`hpctui.probes.record.RecordSplitter` turns a byte stream into complete records.
+* :func:`hpctui.probes.record.parse_record` turns one record into a :class:`ProbeReading`
+  of model objects, keeping per-node counters in a :class:`ProbeState`.
+
+The SSH source streams the loop's stdout into the splitter; tests run the same loop with a
+local ``sh`` against the shims in ``tests/testbed/nodeshims``.
+"""
+
+from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record
+from hpctui.probes.script import ProbeOptions, build_probe_script, remote_command
+
+__all__ = [
+    "ProbeOptions",
+    "ProbeReading",
+    "ProbeState",
+    "RecordSplitter",
+    "build_probe_script",
+    "parse_record",
+    "remote_command",
+]

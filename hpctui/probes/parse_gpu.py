@@ -1,0 +1,531 @@
+"""Pure parsers of ``nvidia-smi`` outputs (FACTS §1, §2), tested against real recorded outputs.
+
+Values ``[N/A]``, ``N/A``, ``[Not Supported]``, ``[Requested functionality has been deprecated]``,
+``[Unknown Error]`` and empty cells are "not available" (``None``), never 0. Every string
+that reaches the model goes through :func:`hpctui.sanitize.clean_text`.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from hpctui.model.gpu import Gpu, MigInstance
+from hpctui.model.probe import GpuProcess, NvLink
+from hpctui.sanitize import clean_text
+
+_UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
+_VALUE_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:MiB|W|MHz|%|C|us|KiB|GiB|GB/s)?$")
+_GPU_LOST = "[GPU is lost]"
+
+
+def field_name(header: str) -> str:
+    return _UNIT.sub("", header.strip())
+
+
+def cell(value: str | None) -> str | None:
+    """A CSV cell, or ``None`` when nvidia-smi says it is not available."""
+    if value is None:
+        return None
+    v = value.strip()
+    if not v or v in ("N/A", "n/a") or (v.startswith("[") and v.endswith("]")):
+        return None
+    return v
+
+
+def num(value: str | None) -> float | None:
+    v = cell(value)
+    if v is None:
+        return None
+    m = _VALUE_UNIT.match(v)
+    if not m:
+        return None
+    return float(m.group(1))
+
+
+def integer(value: str | None) -> int | None:
+    v = cell(value)
+    if v is None:
+        return None
+    try:
+        return int(v, 16) if v.lower().startswith("0x") else int(float(v))
+    except ValueError:
+        f = num(v)
+        return None if f is None else int(f)
+
+
+def flag(value: str | None) -> bool | None:
+    v = cell(value)
+    if v is None:
+        return None
+    low = v.lower()
+    if low in ("enabled", "yes", "active", "on", "true", "1"):
+        return True
+    if low in ("disabled", "no", "not active", "off", "false", "0"):
+        return False
+    return None
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return [[c.strip() for c in row] for row in csv.reader(lines, skipinitialspace=True)]
+
+
+def query_rows(text: str, fields: Sequence[str] | None = None) -> list[dict[str, str]]:
+    """Rows of a ``--query-*`` CSV as ``{field: cell}``.
+
+    With ``fields`` the CSV has no header (``noheader``); without, the first row is the header
+    (units in brackets are dropped from the names). Rows of the wrong width are skipped.
+    """
+    rows = _csv_rows(text)
+    if fields is None:
+        if not rows:
+            return []
+        fields = [field_name(h) for h in rows[0]]
+        rows = rows[1:]
+    out = []
+    for row in rows:
+        if len(row) != len(fields):
+            continue
+        out.append(dict(zip(fields, row, strict=True)))
+    return out
+
+
+def _first(row: dict[str, str], *names: str) -> str | None:
+    for n in names:
+        if n in row:
+            return row[n]
+    return None
+
+
+def gpu_from_row(node: str, row: dict[str, str]) -> Gpu | None:
+    """One ``--query-gpu`` row into a :class:`Gpu`; ``None`` when the row has no index."""
+    index = integer(row.get("index"))
+    if index is None:
+        return None
+    lost = any(v.strip() == _GPU_LOST for v in row.values())
+    name = cell(row.get("name"))
+    uuid = cell(row.get("uuid"))
+    bus = cell(_first(row, "pci.bus_id", "gpu_bus_id"))
+    return Gpu(
+        node=node,
+        index=index,
+        uuid=clean_text(uuid) if uuid else None,
+        model=clean_text(name) if name else None,
+        pci_bus_id=clean_text(bus) if bus else None,
+        util_pct=num(row.get("utilization.gpu")),
+        mem_util_pct=num(row.get("utilization.memory")),
+        memory_used_mib=num(row.get("memory.used")),
+        memory_total_mib=num(row.get("memory.total")),
+        temp_c=num(row.get("temperature.gpu")),
+        hbm_temp_c=num(row.get("temperature.memory")),
+        power_w=num(row.get("power.draw")),
+        power_limit_w=num(_first(row, "enforced.power.limit", "power.limit")),
+        sm_clock_mhz=num(_first(row, "clocks.current.sm", "clocks.sm")),
+        ecc_corrected_volatile=integer(row.get("ecc.errors.corrected.volatile.total")),
+        ecc_uncorrected_volatile=integer(row.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_corrected_aggregate=integer(row.get("ecc.errors.corrected.aggregate.total")),
+        ecc_uncorrected_aggregate=integer(row.get("ecc.errors.uncorrected.aggregate.total")),
+        remapped_correctable=integer(row.get("remapped_rows.correctable")),
+        remapped_uncorrectable=integer(row.get("remapped_rows.uncorrectable")),
+        remap_pending=flag(row.get("remapped_rows.pending")),
+        remap_failure=flag(row.get("remapped_rows.failure")),
+        mig_mode_current=flag(row.get("mig.mode.current")),
+        mig_mode_pending=flag(row.get("mig.mode.pending")),
+        throttle_reasons=integer(_first(row, "clocks_event_reasons.active", "clocks_throttle_reasons.active")),
+        pcie_gen_current=integer(_first(row, "pcie.link.gen.gpucurrent", "pcie.link.gen.current")),
+        pcie_gen_max=integer(_first(row, "pcie.link.gen.max", "pcie.link.gen.gpumax")),
+        pcie_width_current=integer(row.get("pcie.link.width.current")),
+        pcie_width_max=integer(row.get("pcie.link.width.max")),
+        persistence_mode=flag(row.get("persistence_mode")),
+        lost=lost,
+    )
+
+
+def parse_query_gpu(node: str, text: str, fields: Sequence[str] | None = None) -> list[Gpu]:
+    """``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]``."""
+    gpus = [gpu_from_row(node, row) for row in query_rows(text, fields)]
+    return [g for g in gpus if g is not None]
+
+
+class RemapRow(msgspec.Struct, frozen=True):
+    correctable: int | None
+    uncorrectable: int | None
+    pending: bool | None
+    failure: bool | None
+
+
+REMAP_FIELDS = ("gpu_uuid", "remapped_rows.correctable", "remapped_rows.uncorrectable",
+                "remapped_rows.pending", "remapped_rows.failure")
+
+
+def parse_remapped_rows(text: str) -> dict[str, RemapRow]:
+    """``--query-remapped-rows=gpu_uuid,…`` (noheader) → {gpu uuid: counts}."""
+    rows = query_rows(text, None if text.lstrip().startswith("gpu_uuid") else REMAP_FIELDS)
+    out = {}
+    for row in rows:
+        uuid = cell(row.get("gpu_uuid"))
+        if uuid:
+            out[clean_text(uuid)] = RemapRow(
+                integer(row.get("remapped_rows.correctable")), integer(row.get("remapped_rows.uncorrectable")),
+                flag(row.get("remapped_rows.pending")), flag(row.get("remapped_rows.failure")))
+    return out
+
+
+def apply_remap(gpu: Gpu, remap: RemapRow | None) -> Gpu:
+    if remap is None:
+        return gpu
+    return msgspec.structs.replace(
+        gpu, remapped_correctable=remap.correctable, remapped_uncorrectable=remap.uncorrectable,
+        remap_pending=remap.pending, remap_failure=remap.failure)
+
+
+# ---------------------------------------------------------------- processes
+
+APPS_FIELDS = ("pid", "gpu_uuid", "used_memory")
+_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+_POD = re.compile(r"pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12})")
+
+
+def parse_compute_apps(text: str, fields: Sequence[str] | None = APPS_FIELDS) -> list[GpuProcess]:
+    """``--query-compute-apps=pid,gpu_uuid,used_memory`` (or any field list with a header)."""
+    out = []
+    for row in query_rows(text, fields):
+        pid = integer(row.get("pid"))
+        if pid is None:
+            continue
+        uuid = cell(row.get("gpu_uuid"))
+        name = cell(row.get("process_name"))
+        out.append(GpuProcess(
+            pid=pid,
+            gpu_uuid=clean_text(uuid) if uuid else None,
+            used_memory_mib=num(_first(row, "used_memory", "used_gpu_memory")),
+            command=clean_text(name) if name else None,
+        ))
+    return out
+
+
+class ProcInfo(msgspec.Struct, frozen=True, kw_only=True):
+    pid: int
+    uid: int | None = None
+    user: str | None = None
+    command: str | None = None
+    slurm_job_id: str | None = None
+    pod: str | None = None
+    gone: bool = False
+
+
+def job_from_cgroup(lines: Iterable[str]) -> tuple[str | None, str | None]:
+    """(Slurm job id, pod uid) from ``/proc/PID/cgroup`` lines (v1 or v2)."""
+    job = pod = None
+    for line in lines:
+        if job is None and (m := _JOB.search(line)):
+            job = m.group(1)
+        if pod is None and "kubepods" in line and (m := _POD.search(line)):
+            pod = m.group(1).replace("_", "-").lower()
+    return job, pod
+
+
+def parse_procs(text: str) -> dict[int, ProcInfo]:
+    """The ``gpu-procs`` section: ``pid N`` / ``uid U name`` / ``cmd …`` / ``cgroup …`` / ``gone``."""
+    out: dict[int, ProcInfo] = {}
+    pid: int | None = None
+    fields: dict[str, object] = {}
+    cgroups: list[str] = []
+
+    def flush() -> None:
+        if pid is None:
+            return
+        job, pod = job_from_cgroup(cgroups)
+        out[pid] = ProcInfo(pid=pid, slurm_job_id=job, pod=pod, **fields)  # type: ignore[arg-type]
+
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "pid":
+            flush()
+            pid = integer(rest)
+            fields, cgroups = {}, []
+        elif pid is None:
+            continue
+        elif key == "uid":
+            parts = rest.split()
+            fields["uid"] = integer(parts[0]) if parts else None
+            if len(parts) > 1:
+                fields["user"] = clean_text(parts[1])
+        elif key == "cmd":
+            cmd = rest.strip()
+            if cmd:
+                fields["command"] = clean_text(cmd)
+        elif key == "cgroup":
+            cgroups.append(rest)
+        elif key == "gone":
+            fields["gone"] = True
+    flush()
+    return out
+
+
+def merge_processes(apps: list[GpuProcess], procs: dict[int, ProcInfo],
+                    index_by_uuid: dict[str, int]) -> list[GpuProcess]:
+    out = []
+    for app in apps:
+        info = procs.get(app.pid)
+        upd: dict[str, object] = {}
+        if app.gpu_uuid and app.gpu_uuid in index_by_uuid:
+            upd["gpu_index"] = index_by_uuid[app.gpu_uuid]
+        if info is not None and not info.gone:
+            upd.update(user=info.user or (str(info.uid) if info.uid is not None else None),
+                       command=info.command or app.command,
+                       slurm_job_id=info.slurm_job_id, pod=info.pod)
+        out.append(msgspec.structs.replace(app, **upd) if upd else app)
+    return out
+
+
+# ---------------------------------------------------------------- MIG
+
+_L_GPU = re.compile(r"^GPU (\d+): (.*?) \(UUID: ([^)]+)\)")
+_L_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)")
+_LGI_ROW = re.compile(r"^\|\s+(\d+)\s+MIG (\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s+\|")
+_LCI_ROW = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+MIG (\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s+\|")
+
+
+_CI_PREFIX = re.compile(r"^\d+c\.(?=\d+g\.)")
+
+
+class MigDevice(msgspec.Struct, frozen=True):
+    gpu: int
+    device: int
+    profile: str
+    uuid: str
+
+
+def parse_list_gpus(text: str) -> tuple[dict[int, str], list[MigDevice]]:
+    """``nvidia-smi -L`` → ({gpu index: uuid}, MIG devices)."""
+    gpus: dict[int, str] = {}
+    migs: list[MigDevice] = []
+    current: int | None = None
+    for line in text.splitlines():
+        if m := _L_GPU.match(line):
+            current = int(m.group(1))
+            gpus[current] = clean_text(m.group(3))
+        elif current is not None and (m := _L_MIG.match(line)):
+            migs.append(MigDevice(current, int(m.group(2)), clean_text(m.group(1)), clean_text(m.group(3))))
+    return gpus, migs
+
+
+class GpuInstanceRow(msgspec.Struct, frozen=True):
+    gpu: int
+    profile: str
+    profile_id: int
+    gi_id: int
+
+
+def parse_mig_lgi(text: str) -> list[GpuInstanceRow]:
+    """``nvidia-smi mig -lgi`` table rows."""
+    return [GpuInstanceRow(int(m.group(1)), clean_text(m.group(2)), int(m.group(3)), int(m.group(4)))
+            for line in text.splitlines() if (m := _LGI_ROW.match(line))]
+
+
+class ComputeInstanceRow(msgspec.Struct, frozen=True):
+    gpu: int
+    gi_id: int
+    profile: str
+    ci_id: int
+
+
+def parse_mig_lci(text: str) -> list[ComputeInstanceRow]:
+    """``nvidia-smi mig -lci`` table rows (GPU, GPU instance ID, name, profile ID, CI ID, placement)."""
+    return [ComputeInstanceRow(int(m.group(1)), int(m.group(2)), clean_text(m.group(3)), int(m.group(5)))
+            for line in text.splitlines() if (m := _LCI_ROW.match(line))]
+
+
+class MigMemory(msgspec.Struct, frozen=True):
+    gpu_bus_id: str
+    device: int
+    gi_id: int | None
+    ci_id: int | None
+    total_mib: float | None
+    used_mib: float | None
+
+
+_Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f])\s*$")
+_Q_KV = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
+
+
+def parse_q_mig_memory(text: str) -> list[MigMemory]:
+    """``MIG Device`` blocks of ``nvidia-smi -q [-d MEMORY]``: index, GI/CI ids, FB memory."""
+    out: list[MigMemory] = []
+    bus: str | None = None
+    cur: dict[str, float | int | None] | None = None
+    indent = 0
+    header = ""
+
+    def flush() -> None:
+        if cur is not None and bus is not None and cur.get("device") is not None:
+            gi, ci = cur.get("gi"), cur.get("ci")
+            out.append(MigMemory(bus, int(cur["device"] or 0), None if gi is None else int(gi),
+                                 None if ci is None else int(ci), cur.get("total"), cur.get("used")))
+
+    for line in text.splitlines():
+        if m := _Q_GPU.match(line):
+            flush()
+            cur, bus = None, m.group(1)
+            continue
+        stripped = line.strip()
+        if not stripped:
+            continue
+        depth = len(line) - len(line.lstrip())
+        if stripped == "MIG Device":
+            flush()
+            cur, indent, header = {}, depth, ""
+            continue
+        if cur is None:
+            continue
+        if depth <= indent:  # left the MIG Device block
+            flush()
+            cur = None
+            continue
+        m = _Q_KV.match(line)
+        if not m or not m.group(3):
+            header = stripped
+            continue
+        key, value = m.group(2), m.group(3)
+        if key == "Index":
+            cur["device"] = integer(value)
+        elif key == "GPU Instance ID":
+            cur["gi"] = integer(value)
+        elif key == "Compute Instance ID":
+            cur["ci"] = integer(value)
+        elif header.endswith("FB Memory Usage") and key in ("Total", "Used"):
+            cur[key.lower()] = num(value)
+    flush()
+    return out
+
+
+def bus_key(bus_id: str | None) -> str | None:
+    """Canonical ``dddd:bb:dd`` (domain, bus, device; lowercase) of any PCI bus id spelling."""
+    if not bus_id:
+        return None
+    m = re.search(r"([0-9A-Fa-f]+):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})", bus_id)
+    if not m:
+        return None
+    return f"{int(m.group(1), 16):04x}:{m.group(2).lower()}:{m.group(3).lower()}"
+
+
+def mig_instances(gpu: Gpu, migs: list[MigDevice], lgi: list[GpuInstanceRow], lci: list[ComputeInstanceRow],
+                  memory: list[MigMemory]) -> tuple[MigInstance, ...]:
+    """The MIG instances of one GPU, joined from ``-L`` / ``-q`` (by device index) and ``-lgi``/``-lci``."""
+    key = bus_key(gpu.pci_bus_id)
+    mem = {m.device: m for m in memory if bus_key(m.gpu_bus_id) == key}
+    devs = [d for d in migs if d.gpu == gpu.index]
+    out: list[MigInstance] = []
+    seen: set[tuple[int, int | None]] = set()
+    for d in devs:
+        mm = mem.get(d.device)
+        gi = mm.gi_id if mm else None
+        profile = _CI_PREFIX.sub("", d.profile)  # "1c.3g.71gb" (a CI of a 3g GI) -> "3g.71gb"
+        if gi is None:
+            continue
+        seen.add((gi, mm.ci_id if mm else None))
+        out.append(MigInstance(gi_id=gi, profile=profile, ci_id=mm.ci_id if mm else None, uuid=d.uuid,
+                               memory_used_mib=mm.used_mib if mm else None,
+                               memory_total_mib=mm.total_mib if mm else None))
+    if not out:
+        cis = {(c.gpu, c.gi_id): c.ci_id for c in lci}
+        for g in lgi:
+            if g.gpu == gpu.index:
+                out.append(MigInstance(gi_id=g.gi_id, profile=g.profile, ci_id=cis.get((g.gpu, g.gi_id))))
+        if not out:
+            # -L alone: profiles and UUIDs, instance ids unknown -> number them by device index.
+            out = [MigInstance(gi_id=d.device, profile=d.profile, uuid=d.uuid) for d in devs]
+    return tuple(sorted(out, key=lambda i: (i.gi_id, i.ci_id if i.ci_id is not None else -1)))
+
+
+# ---------------------------------------------------------------- NVLink
+
+_NV_GPU = re.compile(r"^GPU (\d+): ")
+_NV_SPEED = re.compile(r"^\s+Link (\d+): ([\d.]+) GB/s")
+_NV_LINK = re.compile(r"^\s+Link (\d+): (.*)$")
+_NV_ERR = re.compile(r"^\s+Link (\d+): ([A-Za-z][A-Za-z ]*?)\s*(?:Errors?)?\s*:\s*(\S+)")
+NVLINK_UNSUPPORTED = "not supported"
+
+
+def parse_nvlink_status(text: str) -> tuple[dict[int, list[NvLink]], set[int]]:
+    """``nvidia-smi nvlink -s`` → ({gpu index: links}, {gpu indexes where NVLink queries are unsupported}).
+
+    ``Link N: 26.562 GB/s`` is up; ``Link N: <inactive>`` (or any non-speed text) is down; "Nvlink
+    queries are not supported for Devices in MIG mode" makes the GPU's link state unknown.
+    """
+    links: dict[int, list[NvLink]] = {}
+    unsupported: set[int] = set()
+    gpu: int | None = None
+    for line in text.splitlines():
+        if m := _NV_GPU.match(line):
+            gpu = int(m.group(1))
+            links.setdefault(gpu, [])
+            continue
+        if gpu is None:
+            continue
+        if NVLINK_UNSUPPORTED in line.lower():
+            unsupported.add(gpu)
+        elif m := _NV_SPEED.match(line):
+            links[gpu].append(NvLink(link=int(m.group(1)), up=True, speed_gbps=float(m.group(2))))
+        elif m := _NV_LINK.match(line):
+            links[gpu].append(NvLink(link=int(m.group(1)), up=False))
+    return links, unsupported
+
+
+def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
+    """``nvidia-smi nvlink -e`` → {gpu: {link: {"crc"|"replay"|"recovery": count}}}.
+
+    Accepts ``Link 0: Replay Errors: 0`` / ``Recovery Errors`` / ``CRC Errors`` and the
+    ``CRC Flit Errors`` / ``CRC Data Errors`` split (summed into ``crc``).
+    """
+    out: dict[int, dict[int, dict[str, int]]] = {}
+    gpu: int | None = None
+    for line in text.splitlines():
+        if m := _NV_GPU.match(line):
+            gpu = int(m.group(1))
+            out.setdefault(gpu, {})
+            continue
+        if gpu is None or not (m := _NV_ERR.match(line)):
+            continue
+        value = integer(m.group(3))
+        if value is None:
+            continue
+        label = m.group(2).lower()
+        kind = "crc" if "crc" in label else "replay" if "replay" in label else \
+            "recovery" if "recovery" in label else None
+        if kind is None:
+            continue
+        counters = out[gpu].setdefault(int(m.group(1)), {})
+        counters[kind] = counters.get(kind, 0) + value
+    return out
+
+
+def merge_nvlinks(status: list[NvLink], errors: dict[int, dict[str, int]], unsupported: bool,
+                  previous: tuple[NvLink, ...]) -> tuple[NvLink, ...]:
+    """Links with their error counters and the rise since ``previous``."""
+    if unsupported:
+        return tuple(msgspec.structs.replace(link, up=None, deltas={}) for link in previous)
+    prev = {link.link: link for link in previous}
+    by_link = {link.link: link for link in status}
+    for n in errors:
+        by_link.setdefault(n, NvLink(link=n))
+    out = []
+    for n in sorted(by_link):
+        link = by_link[n]
+        e = errors.get(n, {})
+        crc, replay, recovery = e.get("crc"), e.get("replay"), e.get("recovery")
+        deltas: dict[str, int] = {}
+        p = prev.get(n)
+        if p is not None:
+            for name, now_v, old in (("crc", crc, p.crc_errors), ("replay", replay, p.replay_errors),
+                                     ("recovery", recovery, p.recovery_errors)):
+                if now_v is not None and old is not None and now_v > old:
+                    deltas[name] = now_v - old
+        out.append(msgspec.structs.replace(link, crc_errors=crc, replay_errors=replay,
+                                           recovery_errors=recovery, deltas=deltas))
+    return tuple(out)

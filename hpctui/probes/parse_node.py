@@ -1,0 +1,313 @@
+"""Pure parsers of what the probe reads off a node besides nvidia-smi: kernel log (Xid),
+InfiniBand sysfs, mountinfo and mount liveness, services, and /proc resources.
+
+Formats: FACTS §1 (Xid regex), §4 (IB sysfs), §5 (mountinfo, mount states). Every string
+that reaches the model goes through :func:`hpctui.sanitize.clean_text`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from collections.abc import Iterable
+from datetime import datetime
+
+import msgspec
+
+from hpctui.model.mount import Mount, MountState
+from hpctui.model.probe import ServiceState, ServiceStatus
+from hpctui.sanitize import clean_text
+
+# ---------------------------------------------------------------- Xid
+
+XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: GPU-I:(\d+))?\): (\d+), (.*)")  # FACTS §1
+_T_UNIX = re.compile(r"^(\d{9,11}\.\d+)\s")  # journalctl -o short-unix
+_T_MONO = re.compile(r"^\[\s*(\d+\.\d+)\]")  # dmesg
+_T_HUMAN = re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")  # dmesg -T
+_T_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[,.]\d+)?(?:[+-]\d\d:?\d\d|Z)?)")  # --time-format iso
+
+
+class XidLine(msgspec.Struct, frozen=True, kw_only=True):
+    time: float | None  # None: the line carries no time the parser understands
+    pci_bus_id: str
+    gpu_instance: int | None
+    xid: int
+    message: str
+    raw: str
+
+
+def xid_time(line: str, boot_time: float | None) -> float | None:
+    if m := _T_UNIX.match(line):
+        return float(m.group(1))
+    if m := _T_MONO.match(line):
+        return None if boot_time is None else boot_time + float(m.group(1))
+    if m := _T_HUMAN.match(line):
+        try:
+            return time.mktime(time.strptime(m.group(1), "%a %b %d %H:%M:%S %Y"))
+        except ValueError:
+            return None
+    if m := _T_ISO.search(line.split("NVRM:", 1)[0]):
+        try:
+            dt = datetime.fromisoformat(m.group(1).replace(",", "."))
+        except ValueError:
+            return None
+        return dt.timestamp() if dt.tzinfo else float(calendar.timegm(dt.timetuple()))
+    return None
+
+
+def parse_xid_lines(text: str, boot_time: float | None = None) -> list[XidLine]:
+    """Every ``NVRM: Xid`` line of a kernel log excerpt (journalctl, dmesg, dmesg -T, iso)."""
+    out = []
+    for line in text.splitlines():
+        m = XID_RE.search(line)
+        if not m:
+            continue
+        out.append(XidLine(
+            time=xid_time(line, boot_time),
+            pci_bus_id=m.group(1).lower(),
+            gpu_instance=int(m.group(2)) if m.group(2) else None,
+            xid=int(m.group(3)),
+            message=clean_text(m.group(4).strip()),
+            raw=line.strip(),
+        ))
+    return out
+
+
+# ---------------------------------------------------------------- InfiniBand
+
+class IbRaw(msgspec.Struct, kw_only=True):
+    device: str
+    port: int
+    state: str | None = None
+    phys_state: str | None = None
+    rate_text: str | None = None
+    rate_gbps: float | None = None
+    link_layer: str | None = None
+    counters: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+
+
+def _after_colon_number(value: str) -> str:
+    """``"4: ACTIVE"`` → ``"ACTIVE"`` (sysfs ``"%d: %s"``)."""
+    head, sep, tail = value.partition(":")
+    return tail.strip() if sep and head.strip().isdigit() else value.strip()
+
+
+def parse_ib_sysfs(text: str) -> list[IbRaw]:
+    """``grep -H`` lines of ``…/class/infiniband/<dev>/ports/<n>/{state,phys_state,rate,link_layer,counters/*}``.
+
+    Paths may be absolute (``/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE``) or relative
+    to ``class/infiniband``. Files other than those are ignored.
+    """
+    ports: dict[tuple[str, int], IbRaw] = {}
+    for line in text.splitlines():
+        path, sep, value = line.partition(":")
+        if not sep:
+            continue
+        i = path.find("class/infiniband/")
+        rel = path[i + len("class/infiniband/"):] if i >= 0 else path
+        parts = rel.split("/")
+        if len(parts) < 4 or parts[1] != "ports" or not parts[2].isdigit():
+            continue
+        dev, port = clean_text(parts[0]), int(parts[2])
+        raw = ports.setdefault((dev, port), IbRaw(device=dev, port=port))
+        leaf = parts[3]
+        if leaf == "state":
+            raw.state = clean_text(_after_colon_number(value))
+        elif leaf == "phys_state":
+            raw.phys_state = clean_text(_after_colon_number(value))
+        elif leaf == "rate":
+            raw.rate_text = clean_text(value.strip())
+            m = _RATE.match(value)
+            raw.rate_gbps = float(m.group(1)) if m else None
+        elif leaf == "link_layer":
+            raw.link_layer = clean_text(value.strip())
+        elif leaf == "counters" and len(parts) == 5:
+            v = value.strip()
+            if v.isdigit():
+                raw.counters[clean_text(parts[4])] = int(v)
+    return sorted(ports.values(), key=lambda r: (r.device, r.port))
+
+
+# ---------------------------------------------------------------- mounts
+
+class MountInfo(msgspec.Struct, frozen=True, kw_only=True):
+    mount_id: int
+    target: str
+    fstype: str
+    source: str
+    read_only: bool
+
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
+def unescape_mount_path(value: str) -> str:
+    """mountinfo paths are octal-escaped (``\\040`` = space)."""
+    return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), value)
+
+
+def parse_mountinfo(text: str, fstypes: Iterable[str] | None = None) -> list[MountInfo]:
+    """``/proc/<pid>/mountinfo`` lines (proc_pid_mountinfo(5)); the last mount of a target wins."""
+    wanted = set(fstypes) if fstypes is not None else None
+    by_target: dict[str, MountInfo] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            sep = fields.index("-", 6)
+        except ValueError:
+            continue
+        if len(fields) < sep + 3 or not fields[0].isdigit():
+            continue
+        fstype = fields[sep + 1]
+        if wanted is not None and fstype not in wanted:
+            continue
+        options = set(fields[5].split(",")) | set(fields[sep + 3].split(",") if len(fields) > sep + 3 else ())
+        target = clean_text(unescape_mount_path(fields[4]))
+        by_target[target] = MountInfo(
+            mount_id=int(fields[0]), target=target, fstype=clean_text(fstype),
+            source=clean_text(unescape_mount_path(fields[sep + 2])), read_only="ro" in options)
+    return list(by_target.values())
+
+
+class StatResult(msgspec.Struct, frozen=True, kw_only=True):
+    rc: int | None
+    late: bool
+    latency_ms: float | None
+    error: str | None
+
+
+def mount_state(info: MountInfo, stat: StatResult | None, slow_ms: float,
+                fs_problem: str | None = None) -> Mount:
+    """ok / slow / hung / read-only / degraded, FACTS §5."""
+    state, detail, latency = MountState.UNKNOWN, None, None
+    if stat is not None:
+        latency = stat.latency_ms
+        if stat.late:
+            state, detail = MountState.HUNG, "stat -f did not return in time"
+        elif stat.rc not in (0, None):
+            state, detail = MountState.DEGRADED, stat.error or f"stat -f exit {stat.rc}"
+        elif latency is not None and latency > slow_ms:
+            state = MountState.SLOW
+        else:
+            state = MountState.OK
+    if state in (MountState.OK, MountState.SLOW, MountState.UNKNOWN) and info.read_only:
+        state = MountState.READ_ONLY
+    if fs_problem and state in (MountState.OK, MountState.SLOW, MountState.UNKNOWN):
+        state, detail = MountState.DEGRADED, fs_problem
+    return Mount(node="", target=info.target, fstype=info.fstype, source=info.source, state=state,
+                 latency_ms=latency, detail=clean_text(detail) if detail else None)
+
+
+def parse_lfs_check_servers(text: str) -> list[str]:
+    """Problems in ``lfs check servers`` output: ``<obd> inactive.`` / ``error: check '<obd>'``."""
+    bad = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.endswith(" inactive.") or s.startswith("error:"):
+            bad.append(clean_text(s))
+    return bad
+
+
+def parse_beegfs_check_servers(text: str) -> list[str]:
+    """Problems in ``beegfs-check-servers`` output (format not verified: lines naming an unreachable
+    or offline server are taken as problems)."""
+    return [clean_text(line.strip()) for line in text.splitlines()
+            if re.search(r"unreachable|offline|error", line, re.IGNORECASE)]
+
+
+# ---------------------------------------------------------------- services
+
+_ACTIVE = {
+    "active": ServiceStatus.ACTIVE, "reloading": ServiceStatus.ACTIVE, "inactive": ServiceStatus.INACTIVE,
+    "deactivating": ServiceStatus.INACTIVE, "failed": ServiceStatus.FAILED,
+    "activating": ServiceStatus.ACTIVATING,
+}
+
+
+def unit_name(unit_id: str) -> str:
+    return unit_id[:-len(".service")] if unit_id.endswith(".service") else unit_id
+
+
+def parse_systemctl_show(node: str, text: str) -> list[ServiceState]:
+    """``systemctl show -p Id -p LoadState -p ActiveState -p SubState -- units…`` (blank-line separated)."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        unit = props.get("Id")
+        if not unit:
+            continue
+        if props.get("LoadState") == "not-found":
+            status = ServiceStatus.NOT_FOUND
+        else:
+            status = _ACTIVE.get(props.get("ActiveState", ""), ServiceStatus.UNKNOWN)
+        sub = props.get("SubState")
+        out.append(ServiceState(node=node, name=clean_text(unit_name(unit)), status=status,
+                                detail=clean_text(sub) if sub and status is not ServiceStatus.ACTIVE else None))
+    return out
+
+
+def parse_service_pids(node: str, text: str) -> list[ServiceState]:
+    """The ``svc-pid`` section of nodes without systemd: ``<name> active|inactive|not-found``."""
+    out = []
+    for line in text.splitlines():
+        name, _, state = line.strip().partition(" ")
+        if name:
+            status = {"active": ServiceStatus.ACTIVE, "inactive": ServiceStatus.INACTIVE,
+                      "not-found": ServiceStatus.NOT_FOUND}.get(state.strip(), ServiceStatus.UNKNOWN)
+            out.append(ServiceState(node=node, name=clean_text(name), status=status))
+    return out
+
+
+# ---------------------------------------------------------------- resources
+
+class ProcSample(msgspec.Struct, kw_only=True):
+    load: tuple[float, float, float] | None = None
+    cpu_busy: int | None = None  # jiffies
+    cpu_total: int | None = None
+    cpu_count: int | None = None
+    boot_time: float | None = None
+    mem_kib: dict[str, int] = msgspec.field(default_factory=dict)
+    disk_io_ms: dict[str, int] = msgspec.field(default_factory=dict)
+    nic: dict[str, tuple[int, int, int]] = msgspec.field(default_factory=dict)  # rx bytes, tx bytes, errors
+
+
+_PARTITION = re.compile(r"^(?:(?:sd|vd|xvd|hd)[a-z]+\d+|nvme\d+n\d+p\d+|mmcblk\d+p\d+)$")
+
+
+def parse_proc_resources(text: str) -> ProcSample:
+    """The ``res`` section: ``<tag> <line of /proc/…>`` as printed by the probe's awk."""
+    s = ProcSample()
+    for line in text.splitlines():
+        tag, _, rest = line.partition(" ")
+        f = rest.split()
+        try:
+            if tag == "loadavg" and len(f) >= 3:
+                s.load = (float(f[0]), float(f[1]), float(f[2]))
+            elif tag == "stat" and f and f[0] == "cpu":
+                vals = [int(x) for x in f[1:9]]
+                total = sum(vals)
+                idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+                s.cpu_busy, s.cpu_total = total - idle, total
+            elif tag == "stat" and f and f[0] == "btime" and len(f) > 1:
+                s.boot_time = float(f[1])
+            elif tag == "meminfo" and len(f) >= 2:
+                s.mem_kib[f[0].rstrip(":")] = int(f[1])
+            elif tag == "diskstats" and len(f) >= 13:
+                name = f[2]
+                if not _PARTITION.match(name):
+                    s.disk_io_ms[clean_text(name)] = int(f[12])
+            elif tag == "netdev":
+                name, _, counters = rest.partition(":")
+                c = counters.split()
+                name = name.strip()
+                if len(c) >= 11 and name and name != "lo":
+                    s.nic[clean_text(name)] = (int(c[0]), int(c[8]), int(c[2]) + int(c[10]))
+            elif tag == "cpus" and f and f[0].isdigit() and int(f[0]) > 0:
+                s.cpu_count = int(f[0])
+        except (ValueError, IndexError):
+            continue
+    return s
