@@ -111,7 +111,7 @@ def run_peer(tool: str, bed: SshBed, command: str, fanout: int) -> tuple[float, 
         env["PDSH_RCMD_TYPE"] = "ssh"
         argv = ["pdsh", "-R", "ssh", "-f", str(fanout), "-w", hosts, command]
     t = time.perf_counter()
-    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900, check=False)
+    proc = subprocess.run(argv, env=env, capture_output=True, timeout=900, check=False)
     wall = time.perf_counter() - t
     return wall, proc.stdout.count(b"@@hpctui end") or proc.stdout.count(b"\n")
 

@@ -26,7 +26,7 @@ def settings_for(bed: SshBed, **kw: Any) -> SshSettings:
     base: dict[str, Any] = {
         "nodes": f"{bed.prefix}[0001-{bed.n_nodes:04d}]", "from_snapshot": False,
         "ssh_config": [str(bed.ssh_config)], "known_hosts": [str(bed.known_hosts)],
-        "interval_s": 0.5, "connect_timeout_s": 5.0, "probe_timeout_s": 0.5, "stale_after_s": 8.0,
+        "interval_s": 0.5, "connect_timeout_s": 5.0, "stale_after_s": 8.0,
         "backoff_initial_s": 30.0, "keepalive_s": 0,
     }
     base.update(kw)

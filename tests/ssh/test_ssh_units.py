@@ -21,9 +21,10 @@ def test_registry_and_config(tmp_path: Path) -> None:
     assert "ssh" in SOURCE_KINDS and "ssh" not in PLANNED_SOURCE_KINDS
     path = tmp_path / "config.toml"
     path.write_text('[clusters.lab]\n[[clusters.lab.sources]]\nkind = "ssh"\nnodes = "gpu[001-004]"\n'
-                    'host = "{node}-mgmt.lab"\nexpected_mounts = ["/lustre"]\n')
+                    'host = "{node}-mgmt.lab"\n[clusters.lab.sources.probe]\nexpected_mounts = ["/lustre"]\n')
     s = source_settings(load_config(path), "lab", 0)
     assert isinstance(s, SshSettings) and s.nodes == "gpu[001-004]" and not s.insecure_skip_host_key_check
+    assert s.probe.expected_mounts == ("/lustre",)
     path.write_text('[clusters.lab]\n[[clusters.lab.sources]]\nkind = "ssh"\nhostt = "x"\n')
     with pytest.raises(ConfigError, match="hostt"):
         load_config(path)

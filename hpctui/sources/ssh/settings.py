@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hpctui.probes.script import ProbeOptions
+
 if TYPE_CHECKING:
     from hpctui.sources.registry import SourceContext
     from hpctui.sources.ssh.source import SshSource
@@ -43,16 +45,14 @@ class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backoff_initial_s: float = 5.0  # first retry delay of an unreachable node, doubled per failure
     backoff_max_s: float = 300.0
     keepalive_s: float = 30.0  # SSH keepalive on each connection (0: off)
-    # probe
-    probe_timeout_s: float = 5.0  # every blocking probe on the node runs under `timeout` this long
-    mount_slow_s: float = 1.0  # a mount liveness probe slower than this is "slow"
-    expected_mounts: list[str] = msgspec.field(default_factory=list)  # missing = a finding
-    services: list[str] | None = None  # systemd units to check; None: the probe's default list
-    command: str | None = None  # replace the probe script (advanced / tests); runs as the remote command
+    # what the node-side loop collects: [clusters.NAME.sources.probe] (hpctui.probes.ProbeOptions:
+    # probe_timeout_s, mount_timeout_s, slow_mount_ms, expected_mounts, service_names, ...);
+    # its interval is this source's interval_s
+    probe: ProbeOptions = msgspec.field(default_factory=ProbeOptions)
 
     def __post_init__(self) -> None:
-        if self.interval_s <= 0 or self.connect_timeout_s <= 0 or self.probe_timeout_s <= 0:
-            raise ValueError("interval_s, connect_timeout_s and probe_timeout_s must be > 0")
+        if not 0.1 <= self.interval_s <= 3600 or self.connect_timeout_s <= 0:
+            raise ValueError("interval_s must be within 0.1..3600 and connect_timeout_s > 0")
         if self.max_handshakes < 1:
             raise ValueError("max_handshakes must be >= 1")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
@@ -68,7 +68,7 @@ class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def stale_after(self) -> float:
         if self.stale_after_s is not None:
             return self.stale_after_s
-        return 3 * self.interval_s + 2 * self.probe_timeout_s
+        return 3 * self.interval_s + 2 * max(self.probe.probe_timeout_s, self.probe.mount_timeout_s)
 
 
 def build_ssh_source(settings: SshSettings, context: SourceContext | None = None) -> SshSource:

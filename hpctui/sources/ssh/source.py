@@ -35,7 +35,7 @@ class SshSource:
         self.name = settings.name
         self.interval_s = settings.interval_s
         # the poller's bound on one collect(): the first one may wait for the first records
-        self.timeout_s = settings.connect_timeout_s + settings.interval_s + settings.probe_timeout_s + 5
+        self.timeout_s = settings.connect_timeout_s + settings.interval_s + settings.probe.probe_timeout_s + 5
         self.context = context
         self.clock = clock
         if codec is None:
