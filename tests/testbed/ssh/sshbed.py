@@ -126,7 +126,9 @@ class SshBed:
             "PrintMotd no", "PrintLastLog no", f"AllowTcpForwarding {'yes' if bastion else 'no'}",
             "X11Forwarding no", "PermitTTY no",
         ]
-        env = {"HPCTUI_BED_DIR": str(self.dir), "HPCTUI_BED_FAULTS": str(self.faults_file), **self.env}
+        # HOME: the bed's own (empty) home, so a remote shell reads no profile of the real user's
+        env = {"HOME": str(self.dir / "home"), "HPCTUI_BED_DIR": str(self.dir),
+               "HPCTUI_BED_FAULTS": str(self.faults_file), **self.env}
         lines.append("SetEnv " + " ".join(f'{k}="{v}"' for k, v in env.items()))
         refused = [n.address for n in self.nodes if n.fault == "auth" and n.address in addrs]
         if refused and not bastion:
@@ -139,6 +141,7 @@ class SshBed:
 
     def start(self) -> None:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation dir
+        (self.dir / "home").mkdir(exist_ok=True)
         self._keygen(self.dir / "host_ed25519")
         self._keygen(self.dir / "other_ed25519")  # the "changed" host key
         self._keygen(self.client_key)
