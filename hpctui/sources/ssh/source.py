@@ -60,7 +60,8 @@ class SshSource:
         snap = self.context.snapshot()
         if snap is None:
             return []
-        return list(snap.nodes)
+        # nodes a scheduler knows (not the ones only this source put into the snapshot)
+        return [name for name, node in snap.nodes.items() if node.slurm is not None or node.k8s is not None]
 
     def _sync_nodes(self) -> None:
         assert self.pool is not None

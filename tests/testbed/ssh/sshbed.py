@@ -264,3 +264,8 @@ class SshBed:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def shim_probe_table(shim_root: Path, table: str) -> str:
+    """The TOML ``probe`` sub-table that points the probe loop at a node-shim tree."""
+    return f'[{table}.probe]\nshim_root = "{shim_root}"\n'
