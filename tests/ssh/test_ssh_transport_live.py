@@ -83,7 +83,9 @@ async def test_round_with_faulty_nodes(ssh_bed: SshBed) -> None:
         # persistent connections: one handshake per reachable node, not one per refresh
         reachable_nodes = len([n for n in ssh_bed.nodes if n.fault not in ("unreachable", "silent", "auth",
                                                                            "hostkey_unknown", "hostkey_changed")])
-        assert source.pool is not None and source.pool.handshakes_done == reachable_nodes
+        assert source.pool is not None and source.pool.handshakes_done >= reachable_nodes
+        assert all(source.runners[n.name].reconnects == 0 for n in healthy)
+        assert all(source.runners[n.name].streams_started == 1 for n in healthy if n.fault is None)
     finally:
         await source.close()
 
@@ -169,9 +171,12 @@ async def test_template_address_and_hostile_names(ssh_bed: SshBed, tmp_path: Pat
     class Ctx:
         def snapshot(self) -> Any:
             from hpctui.model import ClusterSnapshot, Node
+            from hpctui.model.node import SlurmNodeInfo
 
             names = [n1.address, f"x;touch {marker}", "$(touch " + str(marker) + ")"]
-            return ClusterSnapshot(cluster="t", time=0, nodes={n: Node(name=n) for n in names})
+            nodes = {n: Node(name=n, slurm=SlurmNodeInfo(base_state="IDLE")) for n in names}
+            nodes["ssh-only"] = Node(name="ssh-only")  # known only through a probe: not dialled from here
+            return ClusterSnapshot(cluster="t", time=0, nodes=nodes)
 
     settings = settings_for(ssh_bed, nodes=None, from_snapshot=True, ssh_config=[], host="{node}",
                             port=ssh_bed.port, user=ssh_bed.user, identity_files=[str(ssh_bed.client_key)])
@@ -183,6 +188,26 @@ async def test_template_address_and_hostile_names(ssh_bed: SshBed, tmp_path: Pat
         assert probes[n1.address].reachable
         bad = [p for name, p in probes.items() if name != n1.address]
         assert len(bad) == 2 and all("not a valid host name" in (p.error or "") for p in bad)
+        assert "ssh-only" not in probes
         assert not marker.exists()
+    finally:
+        await source.close()
+
+
+async def test_dead_bastion_marks_nodes_behind_it(ssh_bed: SshBed, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port with no listener
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    settings = settings_for(ssh_bed, nodes="node[0001-0008]", proxy_jump=f"{ssh_bed.user}@127.0.0.1:{dead}")
+    source = SshSource(settings, codec=StandinCodec(0.5))
+    try:
+        result = await collect_until(source, lambda r: all(p.error and "jump" in p.error
+                                                            for p in (r.probes or {}).values()))
+        for st in (result.probes or {}).values():
+            assert not st.reachable and st.error == f"jump host {ssh_bed.user}@127.0.0.1:{dead}: connection refused"
+            assert st.next_retry is not None
+        assert source.pool is not None and source.pool.handshakes_done == 0
     finally:
         await source.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,8 @@ class SSHJump:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
         self._conns: list[asyncssh.SSHClientConnection] = []
+        self._failed: JumpError | None = None
+        self._retry_at = 0.0
 
     def _alive(self) -> bool:
         c = self._conn
@@ -184,6 +187,8 @@ class SSHJump:
             if self._alive():
                 assert self._conn is not None
                 return self._conn
+            if self._failed is not None and time.monotonic() < self._retry_at:
+                raise self._failed  # one attempt per backoff period, not one per node behind it
             self.close()
             tunnel: Any = ()
             for hop in self.spec.split(","):
@@ -198,11 +203,15 @@ class SSHJump:
                             asyncssh.connect(target.host, target.port, tunnel=tunnel, **opts),
                             timeout=self.pool.settings.connect_timeout_s + 1)
                 except Exception as exc:
-                    raise JumpError(f"jump host {hop.strip()}: "
-                                    f"{describe_error(exc, self.pool.settings.connect_timeout_s)}") from exc
+                    self.close()
+                    self._failed = JumpError(f"jump host {hop.strip()}: "
+                                             f"{describe_error(exc, self.pool.settings.connect_timeout_s)}")
+                    self._retry_at = time.monotonic() + self.pool.settings.backoff_initial_s
+                    raise self._failed from exc
                 self._conns.append(conn)
                 tunnel = conn
             self._conn = tunnel
+            self._failed = None
             return tunnel
 
     def close(self) -> None:

@@ -194,8 +194,9 @@ class NodeRunner:
         started = self.clock()
         records_before = self.records
         try:
-            chan, _session = await conn.create_session(lambda: _ProbeSession(self), self.codec.command(self.node),
-                                                       encoding=None)
+            chan, _session = await asyncio.wait_for(
+                conn.create_session(lambda: _ProbeSession(self), self.codec.command(self.node), encoding=None),
+                timeout=self.pool.settings.connect_timeout_s)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -210,7 +211,8 @@ class NodeRunner:
                 else:  # the first record of a stream: allow for a slow login (shell profile, busy node)
                     wait = started + 2 * self.stale_after - self.clock()
                 if wait <= 0:
-                    chan.close()
+                    # the node or the connection is wedged: start over with a fresh connection
+                    self._close_conn()
                     return f"no probe record for {self.stale_after:g} s; probe restarted"
                 try:
                     await asyncio.wait_for(chan.wait_closed(), timeout=wait)

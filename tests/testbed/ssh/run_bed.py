@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sshbed import SshBed, shim_probe_table  # noqa: E402
+from sshbed import SshBed, shim_probe_table
 
 
 def config_text(bed: SshBed, *, shims: Path | None, proxy_jump: bool, interval: float) -> str:
