@@ -103,6 +103,8 @@ class NodeRunner:
         if dropped:  # garbage, binary or cut records: each costs itself only
             self.bad_records += len(dropped)
             self.last_drop = clean_text(str(dropped[-1]))[:200]
+            self.error = f"unreadable probe output: {self.last_drop}"
+            self.settled.set()
         for record in records:
             try:
                 reading = self.codec.parse(self.node, record, self._state)
@@ -193,6 +195,7 @@ class NodeRunner:
         self.exit_status = None
         started = self.clock()
         records_before = self.records
+        bad_before = self.bad_records
         try:
             chan, _session = await asyncio.wait_for(
                 conn.create_session(lambda: _ProbeSession(self), self.codec.command(self.node), encoding=None),
@@ -213,6 +216,9 @@ class NodeRunner:
                 if wait <= 0:
                     # the node or the connection is wedged: start over with a fresh connection
                     self._close_conn()
+                    if self.bad_records > bad_before:  # output arrives but none of it is a readable record
+                        return (f"no readable probe record for {self.stale_after:g} s ({self.last_drop}); "
+                                "probe restarted")
                     return f"no probe record for {self.stale_after:g} s; probe restarted"
                 try:
                     await asyncio.wait_for(chan.wait_closed(), timeout=wait)
