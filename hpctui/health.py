@@ -6,10 +6,13 @@ incident reports all agree on what "sick" means.
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Severity
 from hpctui.model.gpu import XID_MEANING, xid_severity
+from hpctui.model.probe import ServiceState, ServiceStatus
 
 
 class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -61,6 +64,75 @@ def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
     return out
 
 
+def nvlink_findings(gpu: Gpu) -> list[Finding]:
+    """A link down, or CRC/replay/recovery counts rising since the previous read (unknown = nothing)."""
+    obj = f"gpu/{gpu.node}/{gpu.index}"
+    out: list[Finding] = []
+    down = [link.link for link in gpu.nvlinks if link.up is False]
+    if down:
+        out.append(Finding(severity=Severity.ERROR, object=obj, code="nvlink_down",
+                           message=f"NVLink {', '.join(map(str, down))} down"))
+    rising = [f"link {link.link} " + " ".join(f"{k}+{v}" for k, v in sorted(link.deltas.items()) if v > 0)
+              for link in gpu.nvlinks if any(v > 0 for v in link.deltas.values())]
+    if rising:
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="nvlink_errors",
+                           message="NVLink errors rising: " + "; ".join(rising)))
+    return out
+
+
+def pcie_gen_findings(gpu: Gpu) -> list[Finding]:
+    """PCIe generation below the GPU's maximum while it works (idle GPUs downclock the link)."""
+    if (gpu.pcie_gen_current is None or not gpu.pcie_gen_max or gpu.pcie_gen_current >= gpu.pcie_gen_max
+            or not gpu.util_pct):
+        return []
+    width = (f" x{gpu.pcie_width_current} of x{gpu.pcie_width_max}"
+             if gpu.pcie_width_current is not None and gpu.pcie_width_max else "")
+    return [Finding(severity=Severity.WARNING, object=f"gpu/{gpu.node}/{gpu.index}", code="pcie_gen",
+                    message=f"PCIe gen{gpu.pcie_gen_current} of gen{gpu.pcie_gen_max}{width} under load")]
+
+
+_LIVE_JOB_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "CONFIGURING"})
+
+
+def gpu_process_findings(snapshot: ClusterSnapshot, gpu: Gpu) -> list[Finding]:
+    """A process on a GPU that no job owns: no Slurm job or pod in its cgroup, or a Slurm job that is
+    not running there. Only where a scheduler knows the node (otherwise nobody could own it)."""
+    node = snapshot.nodes.get(gpu.node)
+    if not gpu.processes or node is None or (node.slurm is None and node.k8s is None):
+        return []
+    live = {j.job_id for j in snapshot.jobs if j.state in _LIVE_JOB_STATES}
+    stray = []
+    for p in gpu.processes:
+        if p.pod is not None:
+            continue
+        if p.slurm_job_id is not None and (not snapshot.jobs or (p.slurm_job_id.isdigit()
+                                                                 and int(p.slurm_job_id) in live)):
+            continue
+        owner = f"job {p.slurm_job_id} (not running)" if p.slurm_job_id else "no job"
+        stray.append(f"pid {p.pid} {p.user or '?'} {p.command or ''} [{owner}]".strip())
+    if not stray:
+        return []
+    return [Finding(severity=Severity.WARNING, object=f"gpu/{gpu.node}/{gpu.index}", code="gpu_stray_process",
+                    message="process on the GPU that no job owns: " + "; ".join(stray[:3]))]
+
+
+# Services whose failure makes the node's GPUs unusable (NVSwitch systems need the fabric manager).
+_CRITICAL_SERVICES = frozenset({"nvidia-fabricmanager"})
+
+
+def service_findings(service: ServiceState) -> list[Finding]:
+    obj = f"service/{service.node}:{service.name}"
+    if service.status is ServiceStatus.FAILED:
+        severity = Severity.CRITICAL if service.name in _CRITICAL_SERVICES else Severity.ERROR
+        last = (service.detail or "").strip().splitlines()
+        return [Finding(severity=severity, object=obj, code="service_failed",
+                        message=f"{service.name} failed" + (f": {last[-1][:160]}" if last else ""))]
+    if service.status is ServiceStatus.INACTIVE:
+        return [Finding(severity=Severity.WARNING, object=obj, code="service_inactive",
+                        message=f"{service.name} not running")]
+    return []
+
+
 def ib_findings(port: IbPort) -> list[Finding]:
     obj = f"ib/{port.node}/{port.device}:{port.port}"
     out: list[Finding] = []
@@ -73,6 +145,10 @@ def ib_findings(port: IbPort) -> list[Finding]:
     elif port.link_errors_rising:
         rising = ", ".join(f"{k}+{v}" for k, v in sorted(port.deltas.items()) if v > 0 and k != "port_xmit_wait")
         out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_errors", message=f"link errors rising: {rising}"))
+    if port.flaps and not port.deltas.get("link_downed"):
+        when = time.strftime("%H:%M:%S", time.localtime(port.last_down)) if port.last_down is not None else "?"
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_flapped",
+                           message=f"link flapped {port.flaps}× (last down {when})"))
     return out
 
 
@@ -127,6 +203,11 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
         out.extend(node_state_findings(node))
     for gpu in snapshot.gpus.get(name, ()):
         out.extend(gpu_findings(gpu, t))
+        out.extend(nvlink_findings(gpu))
+        out.extend(pcie_gen_findings(gpu))
+        out.extend(gpu_process_findings(snapshot, gpu))
+    for service in snapshot.services.get(name, ()):
+        out.extend(service_findings(service))
     for port in snapshot.ib.get(name, ()):
         out.extend(ib_findings(port))
     for mount in snapshot.mounts.get(name, ()):

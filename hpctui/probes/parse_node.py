@@ -246,7 +246,8 @@ def parse_systemctl_show(node: str, text: str) -> list[ServiceState]:
             status = _ACTIVE.get(props.get("ActiveState", ""), ServiceStatus.UNKNOWN)
         sub = props.get("SubState")
         out.append(ServiceState(node=node, name=clean_text(unit_name(unit)), status=status,
-                                detail=clean_text(sub) if sub and status is not ServiceStatus.ACTIVE else None))
+                                detail=clean_text(sub) if sub and status not in (ServiceStatus.ACTIVE, ServiceStatus.NOT_FOUND)
+                                else None))
     return out
 
 

@@ -157,7 +157,7 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
                 body = body[:-1]  # the separator newline the loop adds after each section
             rc = int(meta[1]) if meta[1].lstrip("-").isdigit() else None
             late = int(meta[2]) if meta[2].isdigit() else 1
-            sections[meta[0]] = Section(meta[0], rc, late, meta[3] if len(meta) > 3 else "", body)
+            sections[meta[0]] = Section(meta[0], rc, late, " ".join(meta[3:]), body)
 
     for line in lines[1:]:
         if line.startswith("@@hpctui section "):
@@ -329,8 +329,8 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     sec = secs.get("gpu")
     if sec is None:
         return None
-    if sec.rc == 127 and not sec.late:
-        return ()  # no nvidia-smi on this node: no GPUs
+    if not sec.late and (sec.rc == 127 or "No devices were found" in sec.text):
+        return ()  # no nvidia-smi, or no NVIDIA GPU, on this node
     if not _ok(sec):
         if not sec.late:
             warnings.append(f"gpu: nvidia-smi exit {sec.rc}: {_first_line(sec.text)}")
@@ -461,7 +461,6 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
     if sec.rc != 0:
         warnings.append(f"mounts: {_first_line(sec.text) or 'mountinfo not readable'}")
         return None
-    m0 = int(sec.extra) if sec.extra.isdigit() else None
     infos = pn.parse_mountinfo(sec.text)
     lfs = secs.get("lfs")
     lfs_bad = pn.parse_lfs_check_servers(lfs.text) if lfs is not None and not lfs.late else []
@@ -473,8 +472,9 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         stat = None
         if st is not None:
             latency = None
-            if m0 is not None and st.extra.isdigit():
-                latency = max(0.0, (int(st.extra) - m0) / 1e6)
+            times = st.extra.split()
+            if len(times) == 2 and all(x.isdigit() for x in times) and not st.late:
+                latency = max(0.0, (int(times[1]) - int(times[0])) / 1e6)
             stat = pn.StatResult(rc=st.rc, late=bool(st.late), latency_ms=latency,
                                  error=_first_line(st.text) or None)
         problem = None
@@ -483,6 +483,8 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         elif info.fstype == "beegfs" and bee_bad:
             problem = "beegfs-check-servers: " + "; ".join(bee_bad[:3])
         m = pn.mount_state(info, stat, state.slow_ms, problem)
+        if stat is None and m.detail is None:
+            m = msgspec.structs.replace(m, detail="liveness not probed (max_mount_probes)")
         out.append(msgspec.structs.replace(m, node=node))
     present = {m.target for m in out}
     for path in expected:

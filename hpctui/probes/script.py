@@ -11,7 +11,7 @@ No agent is installed on nodes. The loop prints one record per interval::
 ``late`` is 0 (finished in time), 1 (hit its timeout, or still running when the record was
 written; its output is then left out) or 2 (a previous run of the same probe is still stuck,
 e.g. ``stat -f`` on a hung NFS mount in D state: no new one is started). ``rc`` is the
-probe's exit status (124 when late). ``extra`` is the end time in ns for mount probes.
+probe's exit status (124 when late). ``extra`` is ``<start_ns> <end_ns>`` for mount probes.
 
 Every probe that can block runs in the background under ``timeout -k 1``; the loop never
 ``wait``\\ s on one (a process in D state cannot be killed, and ``timeout`` would wait for it),
@@ -90,6 +90,7 @@ class ProbeOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
     probe_timeout_s: float = 5.0  # nvidia-smi, journalctl, systemctl, grep of sysfs
     mount_timeout_s: float = 5.0  # stat -f per mount; exit 124 = hung
     slow_mount_ms: int = 1000  # stat -f slower than this = "slow"
+    max_mount_probes: int = 64  # stat -f at most this many mounts per record (k8s nodes can have hundreds)
     slow_every: int = 5  # MIG, NVLink, lfs/beegfs checks every Nth record (first record included)
     gpus: bool = True
     xid: bool = True
@@ -118,8 +119,9 @@ class ProbeOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
         for t in (self.probe_timeout_s, self.mount_timeout_s):
             if not 0.1 <= t <= 600:
                 raise ValueError("probe timeouts must be within 0.1..600 s")
-        if self.slow_every < 1 or self.journal_lines < 0 or self.max_records < 0 or self.slow_mount_ms < 0:
-            raise ValueError("slow_every >= 1, journal_lines/max_records/slow_mount_ms >= 0")
+        if (self.slow_every < 1 or self.journal_lines < 0 or self.max_records < 0 or self.slow_mount_ms < 0
+                or self.max_mount_probes < 0):
+            raise ValueError("slow_every >= 1; journal_lines, max_records, slow_mount_ms, max_mount_probes >= 0")
         for name in self.service_names:
             if not _SAFE_NAME.match(name):
                 raise ValueError(f"service name {name!r}: only letters, digits and @_.:+- allowed")
@@ -227,6 +229,23 @@ export HPCTUI_PROBE_PID
 printf '\n' > "$W/nl"
 if sleep 0.01 2>/dev/null; then TICK=0.05; TICKS=@TICKS_FINE@; else TICK=1; TICKS=@TICKS_COARSE@; fi
 have() { command -v "$1" >/dev/null 2>&1; }
+if ! have timeout; then
+  # No coreutils timeout on this node: a small stand-in with the same exit status (124).
+  timeout() {
+    [ "$1" = -k ] && shift 2
+    _tt=$1; shift
+    "$@" &
+    _tp=$!
+    ( sleep "$_tt" & _ts=$!
+      trap 'kill "$_ts" 2>/dev/null; exit 0' TERM
+      wait "$_ts"; kill -TERM "$_tp" 2>/dev/null; sleep 1; kill -KILL "$_tp" 2>/dev/null ) > /dev/null 2>&1 < /dev/null &
+    _tw=$!
+    wait "$_tp"; _tr=$?
+    kill "$_tw" 2>/dev/null
+    case $_tr in 143|137) _tr=124;; esac
+    return "$_tr"
+  }
+fi
 now_ns() {
   _t=$(date +%s%N 2>/dev/null)
   case $_t in ''|*[!0-9]*) _t=$(date +%s)000000000;; esac
@@ -245,7 +264,7 @@ st() {
   echo "$!" > "$W/$_n.pid"
   PEND="$PEND $_n"
 }
-# stt NAME TIMEOUT PATH: stat -f of a mount, recording when it ended.
+# stt NAME TIMEOUT PATH: stat -f of a mount, recording when it started and ended (ns).
 stt() {
   _n=$1; _t=$2; _m=$3
   SECS="$SECS $_n"
@@ -254,8 +273,9 @@ stt() {
     if kill -0 "$_p" 2>/dev/null; then STUCK="$STUCK $_n "; return 0; fi
   fi
   rm -f "$W/$_n.rc"
-  ( timeout -k 1 "$_t" stat -f -- "$_m" > /dev/null 2> "$W/$_n.out" < /dev/null; _r=$?
-    echo "$_r $(date +%s%N 2>/dev/null)" > "$W/$_n.rc" ) &
+  ( _s=$(date +%s%N 2>/dev/null)
+    timeout -k 1 "$_t" stat -f -- "$_m" > /dev/null 2> "$W/$_n.out" < /dev/null; _r=$?
+    echo "$_r $_s $(date +%s%N 2>/dev/null)" > "$W/$_n.rc" ) &
   echo "$!" > "$W/$_n.pid"
   PEND="$PEND $_n"
 }
@@ -451,10 +471,12 @@ _SVC_ROUND2 = r"""  rcof svc
 
 _MOUNTS = r"""  if [ -r "$PROC/self/mountinfo" ]; then
     grep -E @FSRE@ "$PROC/self/mountinfo" > "$W/mounts.out" 2>&1
-    M0=$(now_ns)
-    echo "0 $M0" > "$W/mounts.rc"; SECS="$SECS mounts"
+    echo 0 > "$W/mounts.rc"; SECS="$SECS mounts"
+    _nm=0
     while read -r _id _par _mm _root _mp _rest; do
       case $_id in ''|*[!0-9]*) continue;; esac
+      _nm=$((_nm + 1))
+      [ "$_nm" -gt @MAXMOUNTS@ ] && continue
       _path=$(printf '%b' "$_mp")
       stt "stat.$_id" "$MT" "$_path"
     done < "$W/mounts.out"
@@ -533,6 +555,7 @@ def build_probe_script(interval_s: float | None = None, options: ProbeOptions | 
         "IB_COUNTERS": " ".join(_q(f"*/ports/*/counters/{c}") for c in IB_COUNTERS),
         "SERVICES": services,
         "FSRE": _q(_fstype_regex(opts.fstypes)),
+        "MAXMOUNTS": str(opts.max_mount_probes),
         "RES_AWK": _q(_RES_AWK),
     })
     return script

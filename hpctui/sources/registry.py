@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.sources.demo_settings import DemoSettings, build_demo_source
+from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
 from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
 from hpctui.sources.ssh.settings import SshSettings, build_ssh_source
 
@@ -53,6 +54,7 @@ def _entry(kind: str, settings_type: type[msgspec.Struct], build: Callable[[Any,
 
 SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster"),
+    _entry("nvml", NvmlSettings, lambda s, _ctx: build_nvml_source(s), "this host's GPUs through NVML (pynvml)"),
     _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm"),
     _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
 ])

@@ -1,0 +1,1 @@
+"""Local GPUs through NVML (``kind = "nvml"``): for hpctui running on a GPU host."""

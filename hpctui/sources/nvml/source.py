@@ -1,0 +1,379 @@
+"""Local GPUs through NVML (``pynvml`` from ``nvidia-ml-py``), in a thread.
+
+nvitop's pattern: every NVML call goes through one wrapper, so "not supported", "no
+permission", a missing function in an older binding, or any other NVML error becomes
+``None`` ("not available", shown as N/A) instead of an exception or a 0. "GPU is lost"
+marks the GPU lost. Only ``nvmlInit`` failing (no driver, no library) fails the collection.
+
+Same model as the SSH probe: :class:`~hpctui.model.gpu.Gpu` with MIG instances, NVLinks (with
+deltas) and processes (user, command, Slurm job / pod from ``/proc/PID/cgroup``), Xid events
+from NVML's event API, and a :class:`~hpctui.model.probe.ProbeStatus` for this host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pwd
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hpctui.model import SourceResult
+from hpctui.model.event import Event
+from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, MigInstance, XidEvent, xid_severity
+from hpctui.model.probe import GpuProcess, NvLink, ProbeStatus
+from hpctui.probes import parse_gpu as pg
+from hpctui.sanitize import clean_text
+from hpctui.sources.base import SourceError
+
+if TYPE_CHECKING:
+    from hpctui.sources.nvml.settings import NvmlSettings
+
+_GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
+_MIB = 1024 * 1024
+_MIG_PROFILE = re.compile(r"MIG (?:\d+c\.)?(\d+g\.\d+gb(?:\+me)?)")
+XID_KEEP_PER_GPU = 20
+# nvmlFieldValue_t.valueType -> union member
+_VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return clean_text(str(value))
+
+
+def local_process(pid: int, proc_root: str = "/proc") -> pg.ProcInfo:
+    """Owner, command line and Slurm job / pod of a local process, from /proc (never raises)."""
+    base = Path(proc_root) / str(pid)
+    try:
+        status = (base / "status").read_text(errors="replace")
+    except OSError:
+        return pg.ProcInfo(pid=pid, gone=True)
+    uid = None
+    for line in status.splitlines():
+        if line.startswith("Uid:"):
+            parts = line.split()
+            uid = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            break
+    user = None
+    if uid is not None:
+        try:
+            user = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            user = str(uid)
+    try:
+        cmd = (base / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:400]
+    except OSError:
+        cmd = ""
+    try:
+        cgroup = (base / "cgroup").read_text(errors="replace").splitlines()
+    except OSError:
+        cgroup = []
+    job, pod = pg.job_from_cgroup(cgroup)
+    return pg.ProcInfo(pid=pid, uid=uid, user=clean_text(user) if user else None,
+                       command=clean_text(cmd) if cmd else None, slurm_job_id=job, pod=pod)
+
+
+class _Calls:
+    """Every NVML call through :meth:`q`: errors become ``None``; "GPU is lost" is remembered."""
+
+    def __init__(self, nvml: ModuleType) -> None:
+        self.m = nvml
+        self.lost = False
+
+    def const(self, name: str, default: Any = None) -> Any:
+        return getattr(self.m, name, default)
+
+    def q(self, name: str, *args: Any) -> Any:
+        fn: Callable[..., Any] | None = getattr(self.m, name, None)
+        if fn is None:
+            return None
+        try:
+            return fn(*args)
+        except self.m.NVMLError as e:
+            if getattr(e, "value", None) == _GPU_IS_LOST:
+                self.lost = True
+            return None
+        except (AttributeError, TypeError, ValueError, OSError, KeyError):
+            return None
+
+
+class NvmlSource:
+    kind = "nvml"
+
+    def __init__(self, settings: NvmlSettings, nvml: ModuleType | None = None, proc_root: str = "/proc") -> None:
+        self.settings = settings
+        self.name = settings.name
+        self.interval_s = settings.interval_s
+        self.node = settings.node or socket.gethostname().split(".")[0]
+        self._module = nvml
+        self._proc_root = proc_root
+        self._lock = threading.Lock()
+        self._inited = False
+        self._events: Any = None
+        self._prev_links: dict[int, tuple[NvLink, ...]] = {}
+        self._xids: dict[int, list[XidEvent]] = {}
+
+    # ------------------------------------------------------------ protocol
+
+    async def collect(self) -> SourceResult:
+        return await asyncio.to_thread(self._collect)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._shutdown)
+
+    # ------------------------------------------------------------ internals
+
+    def _nvml(self) -> ModuleType:
+        if self._module is None:
+            try:
+                import pynvml
+            except ImportError as e:
+                raise SourceError("NVML: pynvml (nvidia-ml-py) is not installed") from e
+            self._module = pynvml
+        return self._module
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            if not self._inited or self._module is None:
+                return
+            c = _Calls(self._module)
+            if self._events is not None:
+                c.q("nvmlEventSetFree", self._events)
+                self._events = None
+            c.q("nvmlShutdown")
+            self._inited = False
+
+    def _init(self, m: ModuleType) -> None:
+        if self._inited:
+            return
+        try:
+            m.nvmlInit()
+        except m.NVMLError as e:
+            raise SourceError(f"NVML: {clean_text(str(e))}") from e
+        self._inited = True
+
+    def _collect(self) -> SourceResult:
+        with self._lock:
+            m = self._nvml()
+            self._init(m)
+            c = _Calls(m)
+            now = time.time()
+            count = c.q("nvmlDeviceGetCount")
+            if count is None:
+                raise SourceError("NVML: nvmlDeviceGetCount failed")
+            handles = [c.q("nvmlDeviceGetHandleByIndex", i) for i in range(count)]
+            if self.settings.xid_events and self._events is None:
+                self._register_events(c, handles)
+            gpus: list[Gpu] = []
+            warnings: list[str] = []
+            for i, h in enumerate(handles):
+                if h is None:
+                    gpus.append(Gpu(node=self.node, index=i, lost=True))
+                    continue
+                gpus.append(self._read_gpu(c, i, h))
+            events = self._poll_xids(c, gpus, now) if self._events is not None else []
+            out = []
+            for g in gpus:
+                recent = self._xids.get(g.index)
+                out.append(msgspec.structs.replace(g, xid_events=tuple(recent), last_xid=recent[-1].xid)
+                           if recent else g)
+            return SourceResult(
+                source=self.name, time=now, gpus={self.node: tuple(out)},
+                events=tuple(events),
+                probes={self.node: ProbeStatus(node=self.node, reachable=True, last_ok=now)},
+                warnings=tuple(warnings))
+
+    def _read_gpu(self, c: _Calls, index: int, h: Any) -> Gpu:
+        c.lost = False
+        pci = c.q("nvmlDeviceGetPciInfo", h)
+        util = c.q("nvmlDeviceGetUtilizationRates", h)
+        mem = c.q("nvmlDeviceGetMemoryInfo", h)
+        power = c.q("nvmlDeviceGetPowerUsage", h)
+        limit = c.q("nvmlDeviceGetEnforcedPowerLimit", h)
+        mig = c.q("nvmlDeviceGetMigMode", h)
+        remap = c.q("nvmlDeviceGetRemappedRows", h)
+        persistence = c.q("nvmlDeviceGetPersistenceMode", h)
+        throttle = c.q("nvmlDeviceGetCurrentClocksEventReasons", h)
+        if throttle is None:
+            throttle = c.q("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+        corrected = c.const("NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+        uncorrected = c.const("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+        volatile, aggregate = c.const("NVML_VOLATILE_ECC", 0), c.const("NVML_AGGREGATE_ECC", 1)
+        mig_current = bool(mig[0]) if isinstance(mig, (list, tuple)) and len(mig) == 2 else None
+        gpu = Gpu(
+            node=self.node, index=index,
+            uuid=_text(c.q("nvmlDeviceGetUUID", h)),
+            model=_text(c.q("nvmlDeviceGetName", h)),
+            pci_bus_id=_text(getattr(pci, "busId", None)) if pci is not None else None,
+            util_pct=float(util.gpu) if util is not None and not mig_current else None,
+            mem_util_pct=float(util.memory) if util is not None and not mig_current else None,
+            memory_used_mib=mem.used / _MIB if mem is not None else None,
+            memory_total_mib=mem.total / _MIB if mem is not None else None,
+            temp_c=_num(c.q("nvmlDeviceGetTemperature", h, c.const("NVML_TEMPERATURE_GPU", 0))),
+            hbm_temp_c=self._field(c, h, c.const("NVML_FI_DEV_MEMORY_TEMP", 82)),
+            power_w=power / 1000.0 if power is not None else None,
+            power_limit_w=limit / 1000.0 if limit is not None else None,
+            sm_clock_mhz=_num(c.q("nvmlDeviceGetClockInfo", h, c.const("NVML_CLOCK_SM", 1))),
+            ecc_corrected_volatile=_int(c.q("nvmlDeviceGetTotalEccErrors", h, corrected, volatile)),
+            ecc_uncorrected_volatile=_int(c.q("nvmlDeviceGetTotalEccErrors", h, uncorrected, volatile)),
+            ecc_corrected_aggregate=_int(c.q("nvmlDeviceGetTotalEccErrors", h, corrected, aggregate)),
+            ecc_uncorrected_aggregate=_int(c.q("nvmlDeviceGetTotalEccErrors", h, uncorrected, aggregate)),
+            remapped_correctable=_int(remap[0]) if remap is not None else None,
+            remapped_uncorrectable=_int(remap[1]) if remap is not None else None,
+            remap_pending=bool(remap[2]) if remap is not None else None,
+            remap_failure=bool(remap[3]) if remap is not None else None,
+            mig_mode_current=mig_current,
+            mig_mode_pending=bool(mig[1]) if mig_current is not None else None,
+            throttle_reasons=_int(throttle),
+            pcie_gen_current=_int(c.q("nvmlDeviceGetCurrPcieLinkGeneration", h)),
+            pcie_gen_max=_int(c.q("nvmlDeviceGetMaxPcieLinkGeneration", h)),
+            pcie_width_current=_int(c.q("nvmlDeviceGetCurrPcieLinkWidth", h)),
+            pcie_width_max=_int(c.q("nvmlDeviceGetMaxPcieLinkWidth", h)),
+            persistence_mode=bool(persistence) if persistence is not None else None,
+        )
+        upd: dict[str, object] = {}
+        if mig_current:
+            upd["mig_instances"] = self._mig(c, h)
+        if self.settings.nvlink:
+            links = self._nvlinks(c, index, h, bool(mig_current))
+            if links:
+                upd["nvlinks"] = links
+        if self.settings.processes:
+            upd["processes"] = self._processes(c, index, h, gpu.uuid)
+        if c.lost:
+            upd["lost"] = True
+        return msgspec.structs.replace(gpu, **upd) if upd else gpu
+
+    def _field(self, c: _Calls, h: Any, field_id: int) -> float | None:
+        values = c.q("nvmlDeviceGetFieldValues", h, [field_id])
+        if not values:
+            return None
+        v = values[0]
+        if getattr(v, "nvmlReturn", 1) != 0:
+            return None
+        member = _VALUE_MEMBER.get(getattr(v, "valueType", -1))
+        raw = getattr(v.value, member, None) if member else None
+        return _num(raw)
+
+    def _mig(self, c: _Calls, h: Any) -> tuple[MigInstance, ...]:
+        out = []
+        for j in range(_int(c.q("nvmlDeviceGetMaxMigDeviceCount", h)) or 0):
+            mh = c.q("nvmlDeviceGetMigDeviceHandleByIndex", h, j)
+            if mh is None:
+                continue
+            gi = _int(c.q("nvmlDeviceGetGpuInstanceId", mh))
+            if gi is None:
+                continue
+            name = _text(c.q("nvmlDeviceGetName", mh)) or ""
+            m = _MIG_PROFILE.search(name)
+            mem = c.q("nvmlDeviceGetMemoryInfo", mh)
+            out.append(MigInstance(gi_id=gi, profile=m.group(1) if m else name, uuid=_text(c.q("nvmlDeviceGetUUID", mh)),
+                                   ci_id=_int(c.q("nvmlDeviceGetComputeInstanceId", mh)),
+                                   memory_used_mib=mem.used / _MIB if mem is not None else None,
+                                   memory_total_mib=mem.total / _MIB if mem is not None else None))
+        return tuple(sorted(out, key=lambda i: (i.gi_id, i.ci_id if i.ci_id is not None else -1)))
+
+    def _nvlinks(self, c: _Calls, index: int, h: Any, mig: bool) -> tuple[NvLink, ...]:
+        status: list[NvLink] = []
+        errors: dict[int, dict[str, int]] = {}
+        kinds = (("crc", "NVML_NVLINK_ERROR_DL_CRC_FLIT"), ("crc", "NVML_NVLINK_ERROR_DL_CRC_DATA"),
+                 ("replay", "NVML_NVLINK_ERROR_DL_REPLAY"), ("recovery", "NVML_NVLINK_ERROR_DL_RECOVERY"))
+        for link in range(int(c.const("NVML_NVLINK_MAX_LINKS", 18))):
+            state = c.q("nvmlDeviceGetNvLinkState", h, link)
+            if state is None:
+                break  # no such link (or NVLink not supported, e.g. with MIG on)
+            status.append(NvLink(link=link, up=bool(state)))
+            counters: dict[str, int] = {}
+            for kind, const in kinds:
+                if c.const(const) is None:
+                    continue
+                v = _int(c.q("nvmlDeviceGetNvLinkErrorCounter", h, link, c.const(const)))
+                if v is not None:
+                    counters[kind] = counters.get(kind, 0) + v
+            errors[link] = counters
+        links = pg.merge_nvlinks(status, errors, mig and not status, self._prev_links.get(index, ()))
+        self._prev_links[index] = links
+        return links
+
+    def _processes(self, c: _Calls, index: int, h: Any, uuid: str | None) -> tuple[GpuProcess, ...]:
+        out = []
+        for p in c.q("nvmlDeviceGetComputeRunningProcesses", h) or ():
+            pid = _int(getattr(p, "pid", None))
+            if pid is None:
+                continue
+            used = getattr(p, "usedGpuMemory", None)
+            info = local_process(pid, self._proc_root)
+            out.append(GpuProcess(
+                pid=pid, gpu_uuid=uuid, gpu_index=index,
+                used_memory_mib=used / _MIB if isinstance(used, int) else None,
+                user=info.user, command=info.command, slurm_job_id=info.slurm_job_id, pod=info.pod))
+        return tuple(out)
+
+    def _register_events(self, c: _Calls, handles: list[Any]) -> None:
+        es = c.q("nvmlEventSetCreate")
+        xid_type = c.const("nvmlEventTypeXidCriticalError")
+        if es is None or xid_type is None:
+            return
+        for h in handles:
+            if h is not None:
+                c.q("nvmlDeviceRegisterEvents", h, xid_type, es)
+        self._events = es
+
+    def _poll_xids(self, c: _Calls, gpus: list[Gpu], now: float) -> list[Event]:
+        by_index = {g.index: g for g in gpus}
+        wait = "nvmlEventSetWait_v2" if hasattr(c.m, "nvmlEventSetWait_v2") else "nvmlEventSetWait"
+        events = []
+        for _ in range(256):
+            ev = c.q(wait, self._events, 0)
+            if ev is None:
+                break  # NVML_ERROR_TIMEOUT: nothing pending
+            xid = _int(getattr(ev, "eventData", None))
+            idx = _int(c.q("nvmlDeviceGetIndex", getattr(ev, "device", None)))
+            if xid is None:
+                continue
+            gpu = by_index.get(idx) if idx is not None else None
+            gi = _int(getattr(ev, "gpuInstanceId", None))
+            gi = None if gi is None or gi >= 0xFFFFFFFF else gi
+            bus = gpu.pci_bus_id if gpu is not None and gpu.pci_bus_id else "unknown"
+            x = XidEvent(time=now, xid=xid, pci_bus_id=bus, message="NVML Xid critical error event",
+                         gpu_instance=gi)
+            if idx is not None:
+                recent = self._xids.setdefault(idx, [])
+                recent.append(x)
+                del recent[:-XID_KEEP_PER_GPU]
+            action = XID_ACTION.get(xid)
+            events.append(Event(
+                time=now, source="gpu", object=f"gpu/{self.node}/{idx}" if idx is not None else f"node/{self.node}",
+                severity=xid_severity(xid),
+                message=f"Xid {xid} on {bus}: {XID_MEANING.get(xid, 'see NVIDIA Xid catalog')}"
+                        + (f"; action: {action}" if action else "")))
+        return events
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    return None
