@@ -50,3 +50,9 @@ def _bed(**kw: object) -> Iterator[SshBed]:
 @pytest.fixture(scope="session")
 def ssh_bed() -> Iterator[SshBed]:
     yield from _bed(n_nodes=64, faults=dict(FAULTS))
+
+
+@pytest.fixture()
+def garbage_bed() -> Iterator[SshBed]:
+    """A small bed of its own: node0001 prints garbage between records, node0002 cuts a record and exits."""
+    yield from _bed(n_nodes=3, faults={"node0001": "garbage", "node0002": "cut"})

@@ -118,11 +118,8 @@ async def test_hanging_probe_is_restarted(ssh_bed: SshBed) -> None:
         await source.close()
 
 
-async def test_garbage_and_cut_records(tmp_path: Path) -> None:
-    from conftest import _bed
-
-    gen = _bed(n_nodes=3, faults={"node0001": "garbage", "node0002": "cut"})
-    bed = next(gen)
+async def test_garbage_and_cut_records(garbage_bed: SshBed) -> None:
+    bed = garbage_bed
     source = SshSource(settings_for(bed), codec=StandinCodec(0.5))
     try:
         result = await collect_until(source, lambda r: source.runners["node0001"].records >= 3
@@ -134,7 +131,6 @@ async def test_garbage_and_cut_records(tmp_path: Path) -> None:
         assert source.runners["node0002"].records == 0
     finally:
         await source.close()
-        gen.close()
 
 
 async def test_proxy_jump_through_bastion(ssh_bed: SshBed, tmp_path: Path) -> None:
