@@ -87,3 +87,18 @@ def test_nofile_raised_to_hard_limit() -> None:
     soft, hard = raise_nofile_limit()
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == soft
     assert hard == resource.RLIM_INFINITY or soft == hard
+
+
+def test_probe_findings() -> None:
+    from hpctui.health import probe_findings
+    from hpctui.model import Severity
+    from hpctui.model.probe import ProbeStatus
+
+    assert probe_findings(ProbeStatus(node="n1", reachable=True)) == []
+    late = probe_findings(ProbeStatus(node="n1", reachable=True, late_probes=("gpu",)))
+    assert late[0].severity is Severity.WARNING and "gpu" in late[0].message
+    down = probe_findings(ProbeStatus(node="n1", reachable=False, error="connection refused", next_retry=0.0))
+    assert down[0].severity is Severity.ERROR and "connection refused" in down[0].message
+    assert down[0].object == "node/n1"
+    pending = probe_findings(ProbeStatus(node="n1", reachable=False, error="connecting (no record yet)"))
+    assert pending[0].severity is Severity.INFO

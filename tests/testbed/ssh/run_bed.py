@@ -3,8 +3,9 @@
     python tests/testbed/ssh/run_bed.py [--nodes 64] [--faults node0003=unreachable,...] [--shims]
         [--config-out PATH] [--proxy-jump]
 
-With --shims the node side answers with the node shims (tests/testbed/nodeshims): GPUs,
-IB, mounts, services per node address.
+With --shims DIR the node side answers with node shims built in DIR (tests/testbed/nodeshims):
+GPUs (H100, H200, H200 with MIG, CPU-only in turn), IB, mounts, services per node address,
+with --node-faults node0005=xid,node0009=svc-failed,... (nodeshims.FAULTS).
 """
 
 from __future__ import annotations
@@ -36,11 +37,22 @@ def config_text(bed: SshBed, *, shims: Path | None, proxy_jump: bool, interval: 
     return "\n".join(lines) + "\n"
 
 
+def build_shims(bed: SshBed, root: Path, faults: dict[str, str]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodeshims"))
+    from nodeshims import NodeSpec, build_shim_root
+
+    variants = ("h100", "h200", "h200-mig", "cpu")
+    specs = {n.address: NodeSpec(variant=variants[i % 4], faults={faults[n.name]} if n.name in faults else set())
+             for i, n in enumerate(bed.nodes)}
+    build_shim_root(root, specs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=64)
     ap.add_argument("--faults", default="", help="node0003=unreachable,node0011=auth,...")
-    ap.add_argument("--shims", type=Path, default=None, help="a built node-shim tree (tests/testbed/nodeshims)")
+    ap.add_argument("--shims", type=Path, default=None, help="build node shims here (tests/testbed/nodeshims)")
+    ap.add_argument("--node-faults", default="", help="node0005=xid,node0009=svc-failed,... (node shims)")
     ap.add_argument("--proxy-jump", action="store_true")
     ap.add_argument("--interval", type=float, default=2.0)
     ap.add_argument("--config-out", type=Path, default=None)
@@ -57,6 +69,8 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         bed.start()
+        if args.shims is not None:
+            build_shims(bed, args.shims, dict(f.split("=", 1) for f in args.node_faults.split(",") if f))
         text = config_text(bed, shims=args.shims, proxy_jump=args.proxy_jump, interval=args.interval)
         if args.config_out:
             args.config_out.write_text(text)
