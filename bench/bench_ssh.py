@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tests" / "testbed" / "ssh"))
 
 from sshbed import SshBed  # noqa: E402
 
+from hpctui.probes.script import ProbeOptions  # noqa: E402
 from hpctui.sources.ssh.settings import SshSettings  # noqa: E402
 from hpctui.sources.ssh.source import SshSource  # noqa: E402
 
@@ -47,14 +48,27 @@ def cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def settings_for(bed: SshBed, interval: float, fanout: int, **kw: Any) -> SshSettings:
+SECTIONS = ("gpus", "xid", "ib", "mounts", "services", "resources")
+
+
+def probe_options(sections: str) -> ProbeOptions:
+    """``all``: the full probe (on this GPU-less host nvidia-smi, IB and systemd are absent);
+    ``res``: only the /proc resources section (one awk per record), kinder to a shared 2-core bed."""
+    if sections == "all":
+        return ProbeOptions()
+    keep = {"res": {"resources"}}[sections]
+    return ProbeOptions(**{k: k in keep for k in SECTIONS})  # type: ignore[arg-type]
+
+
+def settings_for(bed: SshBed, interval: float, fanout: int, sections: str = "res", **kw: Any) -> SshSettings:
     return SshSettings(nodes=f"{bed.prefix}[0001-{bed.n_nodes:04d}]", from_snapshot=False,
                        ssh_config=[str(bed.ssh_config)], known_hosts=[str(bed.known_hosts)],
-                       interval_s=interval, connect_timeout_s=30, max_handshakes=fanout, keepalive_s=0, **kw)
+                       interval_s=interval, connect_timeout_s=30, max_handshakes=fanout, keepalive_s=0,
+                       probe=probe_options(sections), **kw)
 
 
-async def run_hpctui(bed: SshBed, window: float, interval: float, fanout: int) -> dict[str, float]:
-    source = SshSource(settings_for(bed, interval, fanout))
+async def run_hpctui(bed: SshBed, window: float, interval: float, fanout: int, sections: str) -> dict[str, float]:
+    source = SshSource(settings_for(bed, interval, fanout, sections))
     n = bed.n_nodes
     t0 = time.perf_counter()
     c0 = cpu_s()
@@ -123,6 +137,7 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=2.0)
     ap.add_argument("--fanout", type=int, default=64)
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--sections", choices=("res", "all"), default="res", help="which probe sections run")
     args = ap.parse_args()
     from hpctui.sources.ssh.pool import raise_nofile_limit
 
@@ -136,14 +151,14 @@ def main() -> int:
             bed.start()
             print(f"\n== {n} addresses: bed up in {time.perf_counter() - t:.1f} s "
                   f"({(n + 15) // 16} sshd listeners)", flush=True)
-            h = asyncio.run(run_hpctui(bed, args.window, args.interval, args.fanout))
+            h = asyncio.run(run_hpctui(bed, args.window, args.interval, args.fanout, args.sections))
             print(f"hpctui: connected {h['connected_s']:.2f} s, every node's first record {h['first_records_s']:.2f} s "
                   f"(cold CPU {h['cold_cpu_s']:.2f} s); warm at {args.interval:g} s: {h['cpu_pct']:.1f}% of a core, "
                   f"RSS {h['rss_mib']:.0f} MiB, refresh (collect) {h['refresh_s'] * 1000:.1f} ms, "
                   f"fresh nodes min {h['fresh_min']}/{n}", flush=True)
             row: dict[str, Any] = {"n": n, **h}
             if not args.no_peers:
-                cmd = peer_command(settings_for(bed, args.interval, args.fanout))
+                cmd = peer_command(settings_for(bed, args.interval, args.fanout, args.sections))
                 for tool in ("clush", "pdsh"):
                     wall, got = run_peer(tool, bed, cmd, args.fanout)
                     row[tool] = wall

@@ -154,7 +154,7 @@ async def test_explicit_insecure_opt_out_warns(ssh_bed: SshBed) -> None:
     try:
         result = await collect_until(source, lambda r: all(p.reachable for p in (r.probes or {}).values()))
         assert all(p.reachable for p in (result.probes or {}).values())
-        assert INSECURE_WARNING in result.warnings
+        assert result.warnings[0] == INSECURE_WARNING  # first: the one the status line shows
     finally:
         await source.close()
 

@@ -102,3 +102,25 @@ def test_probe_findings() -> None:
     assert down[0].object == "node/n1"
     pending = probe_findings(ProbeStatus(node="n1", reachable=False, error="connecting (no record yet)"))
     assert pending[0].severity is Severity.INFO
+
+
+def test_ssh_config_blocks_per_host(tmp_path: Path) -> None:
+    """Each host gets the global part, its literal/wildcard Host blocks (with negation) and Match blocks."""
+    one = tmp_path / "one"
+    one.write_text("User globaluser\n"
+                   "Host gpu001 gpu002\n  HostName 10.0.0.1\n"
+                   "Host gpu* !gpu003\n  Port 2200\n"
+                   "Host gpu003\n  HostName 10.0.0.3\n"
+                   "Match host gpu002\n  Port 2202\n")
+    two = tmp_path / "two"
+    two.write_text("Host *\n  IdentityFile /k2\n")
+    r = Resolver(SshSettings(ssh_config=[str(one), str(two)]))
+    assert r.endpoint("gpu001")[:3] == ("10.0.0.1", 2200, "globaluser")
+    assert r.endpoint("gpu002")[:2] == ("10.0.0.1", 2200)  # the first value obtained wins, as in OpenSSH
+    assert r.endpoint("gpu003")[:2] == ("10.0.0.3", 22)
+    assert r.endpoint("gpu004")[:2] == ("gpu004", 2200)
+    assert r.endpoint("c1")[3] == ("/k2",)
+    # a file with Include is handed to asyncssh whole
+    inc = tmp_path / "inc"
+    inc.write_text(f"Include {one}\n")
+    assert Resolver(SshSettings(ssh_config=[str(inc)])).endpoint("gpu003")[:2] == ("10.0.0.3", 22)

@@ -23,7 +23,7 @@ from hpctui.sources.ssh.targets import HostlistError, Resolver, select_nodes
 if TYPE_CHECKING:
     from hpctui.sources.registry import SourceContext
 
-INSECURE_WARNING = "⚠ SSH host key verification is OFF (insecure_skip_host_key_check = true)"
+INSECURE_WARNING = "SSH host key verification is OFF (insecure_skip_host_key_check = true)"
 
 
 class SshSource:
@@ -63,19 +63,22 @@ class SshSource:
         # nodes a scheduler knows (not the ones only this source put into the snapshot)
         return [name for name, node in snap.nodes.items() if node.slurm is not None or node.k8s is not None]
 
-    def _sync_nodes(self) -> None:
+    async def _sync_nodes(self) -> None:
         assert self.pool is not None
         wanted = select_nodes(self.settings, self._known_nodes())
         wanted_set = set(wanted)
+        new = [n for n in wanted if n not in self.runners]
+        # ssh_config resolution reads files: off the event loop (~0.5 ms a node)
+        targets = await asyncio.to_thread(lambda: {n: self.resolver.resolve(n) for n in new}) if new else {}
         for node in [n for n in self.runners if n not in wanted_set]:
             runner = self.runners.pop(node)
             task = asyncio.create_task(runner.stop())
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
             self._sent.pop(node, None)
-        for node in wanted:
+        for node in new:
             if node not in self.runners:
-                runner = NodeRunner(self.resolver.resolve(node), self.pool, self.codec, clock=self.clock)
+                runner = NodeRunner(targets[node], self.pool, self.codec, clock=self.clock)
                 runner.on_reading = self._on_reading
                 self.runners[node] = runner
                 runner.start()
@@ -95,7 +98,7 @@ class SshSource:
             self.nofile = raise_nofile_limit()
             self.pool = SshPool(self.settings, self.resolver)
         try:
-            self._sync_nodes()
+            await self._sync_nodes()
         except HostlistError as exc:
             raise ValueError(f"ssh source {self.name}: {exc}") from exc
         if self._first and self.runners:
