@@ -8,8 +8,10 @@ that reaches the model goes through :func:`hpctui.sanitize.clean_text`.
 from __future__ import annotations
 
 import csv
+import functools
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
@@ -37,16 +39,26 @@ def cell(value: str | None) -> str | None:
 
 
 def num(value: str | None) -> float | None:
-    v = cell(value)
-    if v is None:
+    if value is None:
         return None
-    m = _VALUE_UNIT.match(v)
-    if not m:
-        return None
-    return float(m.group(1))
+    try:
+        f = float(value)  # the common case with nounits: a plain number
+    except ValueError:
+        v = cell(value)
+        if v is None:
+            return None
+        m = _VALUE_UNIT.match(v)
+        return float(m.group(1)) if m else None
+    return f if math.isfinite(f) else None
 
 
 def integer(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
     v = cell(value)
     if v is None:
         return None
@@ -57,9 +69,17 @@ def integer(value: str | None) -> int | None:
         return None if f is None else int(f)
 
 
+_FLAG = {"Enabled": True, "Disabled": False, "Yes": True, "No": False, "Active": True, "Not Active": False}
+
+
 def flag(value: str | None) -> bool | None:
-    v = cell(value)
-    if v is None:
+    if value is None:
+        return None
+    v = value.strip()
+    fast = _FLAG.get(v)
+    if fast is not None:
+        return fast
+    if cell(v) is None:
         return None
     low = v.lower()
     if low in ("enabled", "yes", "active", "on", "true", "1"):
@@ -101,54 +121,111 @@ def _first(row: dict[str, str], *names: str) -> str | None:
     return None
 
 
-def gpu_from_row(node: str, row: dict[str, str]) -> Gpu | None:
-    """One ``--query-gpu`` row into a :class:`Gpu`; ``None`` when the row has no index."""
-    index = integer(row.get("index"))
-    if index is None:
-        return None
-    lost = any(v.strip() == _GPU_LOST for v in row.values())
-    name = cell(row.get("name"))
-    uuid = cell(row.get("uuid"))
-    bus = cell(_first(row, "pci.bus_id", "gpu_bus_id"))
-    return Gpu(
-        node=node,
-        index=index,
-        uuid=clean_text(uuid) if uuid else None,
-        model=clean_text(name) if name else None,
-        pci_bus_id=clean_text(bus) if bus else None,
-        util_pct=num(row.get("utilization.gpu")),
-        mem_util_pct=num(row.get("utilization.memory")),
-        memory_used_mib=num(row.get("memory.used")),
-        memory_total_mib=num(row.get("memory.total")),
-        temp_c=num(row.get("temperature.gpu")),
-        hbm_temp_c=num(row.get("temperature.memory")),
-        power_w=num(row.get("power.draw")),
-        power_limit_w=num(_first(row, "enforced.power.limit", "power.limit")),
-        sm_clock_mhz=num(_first(row, "clocks.current.sm", "clocks.sm")),
-        ecc_corrected_volatile=integer(row.get("ecc.errors.corrected.volatile.total")),
-        ecc_uncorrected_volatile=integer(row.get("ecc.errors.uncorrected.volatile.total")),
-        ecc_corrected_aggregate=integer(row.get("ecc.errors.corrected.aggregate.total")),
-        ecc_uncorrected_aggregate=integer(row.get("ecc.errors.uncorrected.aggregate.total")),
-        remapped_correctable=integer(row.get("remapped_rows.correctable")),
-        remapped_uncorrectable=integer(row.get("remapped_rows.uncorrectable")),
-        remap_pending=flag(row.get("remapped_rows.pending")),
-        remap_failure=flag(row.get("remapped_rows.failure")),
-        mig_mode_current=flag(row.get("mig.mode.current")),
-        mig_mode_pending=flag(row.get("mig.mode.pending")),
-        throttle_reasons=integer(_first(row, "clocks_event_reasons.active", "clocks_throttle_reasons.active")),
-        pcie_gen_current=integer(_first(row, "pcie.link.gen.gpucurrent", "pcie.link.gen.current")),
-        pcie_gen_max=integer(_first(row, "pcie.link.gen.max", "pcie.link.gen.gpumax")),
-        pcie_width_current=integer(row.get("pcie.link.width.current")),
-        pcie_width_max=integer(row.get("pcie.link.width.max")),
-        persistence_mode=flag(row.get("persistence_mode")),
-        lost=lost,
-    )
+def _text_cell(value: str | None) -> str | None:
+    v = cell(value)
+    return clean_text(v) if v is not None else None
+
+
+def _hex_or_int(value: str | None) -> int | None:
+    return integer(value)
+
+
+# --query-gpu field -> (Gpu attribute, converter). For an attribute named by several fields,
+# the first of them in this table that the row has wins (enforced.power.limit over power.limit).
+_FIELDS: tuple[tuple[str, str, Callable[[str | None], object]], ...] = (
+    ("index", "index", integer), ("uuid", "uuid", _text_cell), ("name", "model", _text_cell),
+    ("pci.bus_id", "pci_bus_id", _text_cell), ("gpu_bus_id", "pci_bus_id", _text_cell),
+    ("utilization.gpu", "util_pct", num), ("utilization.memory", "mem_util_pct", num),
+    ("memory.used", "memory_used_mib", num), ("memory.total", "memory_total_mib", num),
+    ("temperature.gpu", "temp_c", num), ("temperature.memory", "hbm_temp_c", num),
+    ("power.draw", "power_w", num),
+    ("enforced.power.limit", "power_limit_w", num), ("power.limit", "power_limit_w", num),
+    ("clocks.current.sm", "sm_clock_mhz", num), ("clocks.sm", "sm_clock_mhz", num),
+    ("ecc.errors.corrected.volatile.total", "ecc_corrected_volatile", integer),
+    ("ecc.errors.uncorrected.volatile.total", "ecc_uncorrected_volatile", integer),
+    ("ecc.errors.corrected.aggregate.total", "ecc_corrected_aggregate", integer),
+    ("ecc.errors.uncorrected.aggregate.total", "ecc_uncorrected_aggregate", integer),
+    ("remapped_rows.correctable", "remapped_correctable", integer),
+    ("remapped_rows.uncorrectable", "remapped_uncorrectable", integer),
+    ("remapped_rows.pending", "remap_pending", flag), ("remapped_rows.failure", "remap_failure", flag),
+    ("mig.mode.current", "mig_mode_current", flag), ("mig.mode.pending", "mig_mode_pending", flag),
+    ("clocks_event_reasons.active", "throttle_reasons", _hex_or_int),
+    ("clocks_throttle_reasons.active", "throttle_reasons", _hex_or_int),
+    ("pcie.link.gen.gpucurrent", "pcie_gen_current", integer), ("pcie.link.gen.current", "pcie_gen_current", integer),
+    ("pcie.link.gen.max", "pcie_gen_max", integer), ("pcie.link.gen.gpumax", "pcie_gen_max", integer),
+    ("pcie.link.width.current", "pcie_width_current", integer), ("pcie.link.width.max", "pcie_width_max", integer),
+    ("persistence_mode", "persistence_mode", flag),
+)
+
+
+class RowParser:
+    """``--query-gpu`` rows for one field list, with the field -> attribute plan computed once."""
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.width = len(fields)
+        position = {f: i for i, f in enumerate(fields)}
+        plan: list[tuple[int, str, Callable[[str | None], object]]] = []
+        taken: set[str] = set()
+        for field_, attr, conv in _FIELDS:
+            if field_ in position and attr not in taken:
+                taken.add(attr)
+                plan.append((position[field_], attr, conv))
+        self.plan = plan
+        self.index_pos = position.get("index")
+        # Converted values by raw cell, per field: most cells repeat record after record (ids, names,
+        # ECC counts, PCIe, modes), so a dict lookup replaces the conversion. Bounded per field.
+        self.memo: list[dict[str, object]] = [{} for _ in plan]
+
+    def parse(self, node: str, lines: Iterable[str]) -> list[Gpu]:
+        out: list[Gpu] = []
+        if self.index_pos is None:
+            return out
+        plan = list(zip(self.plan, self.memo, strict=True))
+        for line in lines:
+            cells = line.split(",")
+            if len(cells) != self.width:
+                continue
+            kwargs: dict[str, object] = {}
+            for (i, attr, conv), memo in plan:
+                raw = cells[i]
+                if raw in memo:
+                    kwargs[attr] = memo[raw]
+                else:
+                    value = kwargs[attr] = conv(raw)
+                    if len(memo) < 256:
+                        memo[raw] = value
+            if kwargs.get("index") is None:
+                continue
+            out.append(Gpu(node=node, lost=_GPU_LOST in line, **kwargs))  # type: ignore[arg-type]
+        return out
+
+
+_ROW_PARSERS: dict[tuple[str, ...], RowParser] = {}
+
+
+def row_parser(fields: Sequence[str]) -> RowParser:
+    key = tuple(fields)
+    p = _ROW_PARSERS.get(key)
+    if p is None:
+        if len(_ROW_PARSERS) > 64:
+            _ROW_PARSERS.clear()
+        p = _ROW_PARSERS[key] = RowParser(key)
+    return p
 
 
 def parse_query_gpu(node: str, text: str, fields: Sequence[str] | None = None) -> list[Gpu]:
-    """``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]``."""
-    gpus = [gpu_from_row(node, row) for row in query_rows(text, fields)]
-    return [g for g in gpus if g is not None]
+    """``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]``.
+
+    nvidia-smi never quotes cells and no queried value contains a comma, so rows are split on
+    commas (a row of the wrong width is skipped).
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if fields is None:
+        if not lines:
+            return []
+        fields = [field_name(h) for h in lines[0].split(",")]
+        lines = lines[1:]
+    return row_parser(fields).parse(node, lines)
 
 
 class RemapRow(msgspec.Struct, frozen=True):
@@ -404,6 +481,7 @@ def parse_q_mig_memory(text: str) -> list[MigMemory]:
     return out
 
 
+@functools.lru_cache(maxsize=8192)
 def bus_key(bus_id: str | None) -> str | None:
     """Canonical ``dddd:bb:dd`` (domain, bus, device; lowercase) of any PCI bus id spelling."""
     if not bus_id:
@@ -445,11 +523,12 @@ def mig_instances(gpu: Gpu, migs: list[MigDevice], lgi: list[GpuInstanceRow], lc
 
 # ---------------------------------------------------------------- NVLink
 
-_NV_GPU = re.compile(r"^GPU (\d+): ")
-_NV_SPEED = re.compile(r"^\s+Link (\d+): ([\d.]+) GB/s")
-_NV_LINK = re.compile(r"^\s+Link (\d+): (.*)$")
-_NV_ERR = re.compile(r"^\s+Link (\d+): ([A-Za-z][A-Za-z ]*?)\s*(?:Errors?)?\s*:\s*(\S+)")
+_NV_STATUS = re.compile(r"^GPU (\d+): |^[ \t]+Link (\d+): (?:([\d.]+) GB/s|(.*))$|^(.*not supported.*)$",
+                        re.M | re.I)
+_NV_ERR = re.compile(r"^GPU (\d+): |^[ \t]+Link (\d+): ([A-Za-z][A-Za-z ]*?)[ \t]*(?:Errors?)?[ \t]*:[ \t]*(\S+)",
+                     re.M)
 NVLINK_UNSUPPORTED = "not supported"
+_ERR_KIND: dict[str, str | None] = {}
 
 
 def parse_nvlink_status(text: str) -> tuple[dict[int, list[NvLink]], set[int]]:
@@ -461,20 +540,29 @@ def parse_nvlink_status(text: str) -> tuple[dict[int, list[NvLink]], set[int]]:
     links: dict[int, list[NvLink]] = {}
     unsupported: set[int] = set()
     gpu: int | None = None
-    for line in text.splitlines():
-        if m := _NV_GPU.match(line):
+    for m in _NV_STATUS.finditer(text):
+        if m.group(1) is not None:
             gpu = int(m.group(1))
             links.setdefault(gpu, [])
+        elif gpu is None:
             continue
-        if gpu is None:
-            continue
-        if NVLINK_UNSUPPORTED in line.lower():
+        elif m.group(5) is not None:
             unsupported.add(gpu)
-        elif m := _NV_SPEED.match(line):
-            links[gpu].append(NvLink(link=int(m.group(1)), up=True, speed_gbps=float(m.group(2))))
-        elif m := _NV_LINK.match(line):
-            links[gpu].append(NvLink(link=int(m.group(1)), up=False))
+        elif m.group(3) is not None:
+            links[gpu].append(NvLink(link=int(m.group(2)), up=True, speed_gbps=float(m.group(3))))
+        else:
+            links[gpu].append(NvLink(link=int(m.group(2)), up=False))
     return links, unsupported
+
+
+def _err_kind(label: str) -> str | None:
+    kind = _ERR_KIND.get(label)
+    if kind is None and label not in _ERR_KIND:
+        low = label.lower()
+        kind = "crc" if "crc" in low else "replay" if "replay" in low else "recovery" if "recovery" in low else None
+        if len(_ERR_KIND) < 256:
+            _ERR_KIND[label] = kind
+    return kind
 
 
 def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
@@ -484,23 +572,18 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
     ``CRC Flit Errors`` / ``CRC Data Errors`` split (summed into ``crc``).
     """
     out: dict[int, dict[int, dict[str, int]]] = {}
-    gpu: int | None = None
-    for line in text.splitlines():
-        if m := _NV_GPU.match(line):
-            gpu = int(m.group(1))
-            out.setdefault(gpu, {})
+    per_gpu: dict[int, dict[str, int]] | None = None
+    for m in _NV_ERR.finditer(text):
+        if m.group(1) is not None:
+            per_gpu = out.setdefault(int(m.group(1)), {})
             continue
-        if gpu is None or not (m := _NV_ERR.match(line)):
+        if per_gpu is None:
             continue
-        value = integer(m.group(3))
-        if value is None:
+        kind = _err_kind(m.group(3))
+        value = integer(m.group(4))
+        if kind is None or value is None:
             continue
-        label = m.group(2).lower()
-        kind = "crc" if "crc" in label else "replay" if "replay" in label else \
-            "recovery" if "recovery" in label else None
-        if kind is None:
-            continue
-        counters = out[gpu].setdefault(int(m.group(1)), {})
+        counters = per_gpu.setdefault(int(m.group(2)), {})
         counters[kind] = counters.get(kind, 0) + value
     return out
 

@@ -88,12 +88,19 @@ class IbRaw(msgspec.Struct, kw_only=True):
 
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+_IB_LINE = re.compile(r"^(?:[^\n:]*?class/infiniband/)?([^/\n:]+)/ports/(\d+)/(?:(counters)/)?([^/\n:]+):(.*)$", re.M)
+_STATE_CACHE: dict[str, str] = {}
 
 
 def _after_colon_number(value: str) -> str:
-    """``"4: ACTIVE"`` → ``"ACTIVE"`` (sysfs ``"%d: %s"``)."""
-    head, sep, tail = value.partition(":")
-    return tail.strip() if sep and head.strip().isdigit() else value.strip()
+    """``"4: ACTIVE"`` → ``"ACTIVE"`` (sysfs ``"%d: %s"``), sanitised; the few distinct values are cached."""
+    cached = _STATE_CACHE.get(value)
+    if cached is None:
+        head, sep, tail = value.partition(":")
+        cached = clean_text(tail.strip() if sep and head.strip().isdigit() else value.strip())
+        if len(_STATE_CACHE) < 512:
+            _STATE_CACHE[value] = cached
+    return cached
 
 
 def parse_ib_sysfs(text: str) -> list[IbRaw]:
@@ -102,33 +109,25 @@ def parse_ib_sysfs(text: str) -> list[IbRaw]:
     Paths may be absolute (``/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE``) or relative
     to ``class/infiniband``. Files other than those are ignored.
     """
-    ports: dict[tuple[str, int], IbRaw] = {}
-    for line in text.splitlines():
-        path, sep, value = line.partition(":")
-        if not sep:
-            continue
-        i = path.find("class/infiniband/")
-        rel = path[i + len("class/infiniband/"):] if i >= 0 else path
-        parts = rel.split("/")
-        if len(parts) < 4 or parts[1] != "ports" or not parts[2].isdigit():
-            continue
-        dev, port = clean_text(parts[0]), int(parts[2])
-        raw = ports.setdefault((dev, port), IbRaw(device=dev, port=port))
-        leaf = parts[3]
-        if leaf == "state":
-            raw.state = clean_text(_after_colon_number(value))
+    ports: dict[tuple[str, str], IbRaw] = {}
+    for dev, port, counters, leaf, value in _IB_LINE.findall(text):
+        raw = ports.get((dev, port))
+        if raw is None:
+            raw = ports[(dev, port)] = IbRaw(device=clean_text(dev), port=int(port))
+        if counters:
+            v = value.strip()
+            if v.isdigit():
+                raw.counters[clean_text(leaf)] = int(v)
+        elif leaf == "state":
+            raw.state = _after_colon_number(value)
         elif leaf == "phys_state":
-            raw.phys_state = clean_text(_after_colon_number(value))
+            raw.phys_state = _after_colon_number(value)
         elif leaf == "rate":
-            raw.rate_text = clean_text(value.strip())
+            raw.rate_text = _after_colon_number(value)
             m = _RATE.match(value)
             raw.rate_gbps = float(m.group(1)) if m else None
         elif leaf == "link_layer":
-            raw.link_layer = clean_text(value.strip())
-        elif leaf == "counters" and len(parts) == 5:
-            v = value.strip()
-            if v.isdigit():
-                raw.counters[clean_text(parts[4])] = int(v)
+            raw.link_layer = _after_colon_number(value)
     return sorted(ports.values(), key=lambda r: (r.device, r.port))
 
 

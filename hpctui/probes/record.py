@@ -137,41 +137,37 @@ class Section(msgspec.Struct, frozen=True):
     text: str
 
 
+_SECTION_SEP = "\n@@hpctui section "
+_END_SEP = "\n@@hpctui end "
+
+
 def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
     """(seq, epoch seconds, sections) of one record."""
-    lines = text.split("\n")
-    head = lines[0].split()
-    seq = int(head[2]) if len(head) > 2 and head[2].isdigit() else -1
+    chunks = text.split(_SECTION_SEP)
+    head = chunks[0].partition("\n")[0]
+    fields = head.split()
+    seq = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else -1
     epoch: float | None = None
-    if len(head) > 3 and head[3].isdigit():
-        v = int(head[3])
-        epoch = v / 1e9 if v > 10**12 else float(v)
+    if len(fields) > 3 and fields[3].isdigit():
+        v = int(fields[3])
+        epoch = v / 1e9 if v > 10**14 else float(v)  # the loop prints ns; seconds from old loops
     sections: dict[str, Section] = {}
-    cur: list[str] | None = None
-    meta: list[str] = []
-
-    def close() -> None:
-        if cur is not None and meta:
-            body = "\n".join(cur)
-            if body.endswith("\n"):
-                body = body[:-1]  # the separator newline the loop adds after each section
-            rc = int(meta[1]) if meta[1].lstrip("-").isdigit() else None
-            late = int(meta[2]) if meta[2].isdigit() else 1
-            sections[meta[0]] = Section(meta[0], rc, late, " ".join(meta[3:]), body)
-
-    for line in lines[1:]:
-        if line.startswith("@@hpctui section "):
-            close()
-            meta = line.split()[2:]
-            if len(meta) < 3:
-                meta, cur = [], None
-                continue
-            cur = []
-        elif line.startswith("@@hpctui end "):
-            break
-        elif cur is not None:
-            cur.append(line)
-    close()
+    last = len(chunks) - 1
+    for i in range(1, len(chunks)):
+        chunk = chunks[i]
+        if i == last:
+            cut = chunk.find(_END_SEP)
+            if cut >= 0:
+                chunk = chunk[:cut]
+        meta_line, _, body = chunk.partition("\n")
+        meta = meta_line.split()
+        if len(meta) < 3:
+            continue
+        if body.endswith("\n"):
+            body = body[:-1]  # the separator newline the loop adds after each section
+        rc = int(meta[1]) if meta[1].lstrip("-").isdigit() else None
+        late = int(meta[2]) if meta[2].isdigit() else 1
+        sections[meta[0]] = Section(meta[0], rc, late, " ".join(meta[3:]), body)
     return seq, epoch, sections
 
 
@@ -197,6 +193,17 @@ class ProbeState:
     mig_lci: list[pg.ComputeInstanceRow] = field(default_factory=list)
     mig_memory: list[pg.MigMemory] = field(default_factory=list)
     slow_ms: float = 1000.0
+    # Parse caches: a section whose text did not change since the last record is not parsed again.
+    nvlinks_steady: dict[int, tuple[NvLink, ...]] = field(default_factory=dict)  # deltas cleared
+    nvlink_texts: tuple[str | None, str | None] = (None, None)
+    gpu_key: tuple[str, tuple[str, ...]] | None = None
+    gpu_rows: list[Gpu] = field(default_factory=list)
+    ib_text: str | None = None
+    ib_steady: tuple[IbPort, ...] = ()
+    mountinfo_text: str | None = None
+    mountinfo: list[pn.MountInfo] = field(default_factory=list)
+    svc_text: str | None = None
+    svc: list[ServiceState] = field(default_factory=list)
 
 
 class ProbeReading(msgspec.Struct, frozen=True, kw_only=True):
@@ -263,7 +270,7 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
     gpus = _gpus(node, secs, state, warnings, xids, events)
     ib = _ib(node, secs.get("ib"), state, t, warnings)
     mounts = _mounts(node, secs, state, expected, warnings)
-    services = _services(node, secs, warnings)
+    services = _services(node, secs, state, warnings)
 
     state.last_seq, state.last_epoch = seq, t
     return ProbeReading(node=node, time=t, seq=seq, gpus=gpus, ib=ib, mounts=mounts, services=services,
@@ -337,8 +344,13 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         return None
     fields_sec = secs.get("gpu-fields")
     fields = [f for f in fields_sec.text.strip().split(",") if f] if fields_sec else []
-    gpus = pg.parse_query_gpu(node, sec.text, fields or None)
-    bad_rows = sum(1 for ln in sec.text.splitlines() if ln.strip()) - len(gpus)
+    gpu_key = (sec.text, tuple(fields))
+    if gpu_key == state.gpu_key:
+        gpus = state.gpu_rows  # same text as the last record (an idle node): same values
+    else:
+        gpus = pg.parse_query_gpu(node, sec.text, fields or None)
+        state.gpu_key, state.gpu_rows = gpu_key, gpus
+    bad_rows = sec.text.count("\n") + 1 - len(gpus) if sec.text.strip() else 0
     if bad_rows > 0:
         warnings.append(f"gpu: {bad_rows} unparseable nvidia-smi row(s) dropped")
     remap = secs.get("gpu-remap")
@@ -359,10 +371,16 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     nvs, nve = secs.get("nvlink"), secs.get("nvlink-err")
     status: dict[int, list[NvLink]] | None = None
     errors: dict[int, dict[int, dict[str, int]]] = {}
-    if nvs is not None and not nvs.late:
-        status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs.text)
-    if _ok(nve):
-        errors = pg.parse_nvlink_errors(nve.text)  # type: ignore[union-attr]
+    nvs_text = nvs.text if nvs is not None and not nvs.late else None
+    nve_text = nve.text if _ok(nve) else None  # type: ignore[union-attr]
+    if (nvs_text, nve_text) != (None, None) and (nvs_text, nve_text) == state.nvlink_texts:
+        nvs_text = nve_text = None  # unchanged since the last read: links as they were, no deltas
+    elif (nvs_text, nve_text) != (None, None):
+        state.nvlink_texts = (nvs_text, nve_text)
+    if nvs_text is not None:
+        status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text)
+    if nve_text is not None:
+        errors = pg.parse_nvlink_errors(nve_text)
     # Processes.
     apps_sec, procs_sec = secs.get("gpu-apps"), secs.get("gpu-procs")
     apps = pg.parse_compute_apps(apps_sec.text) if _ok(apps_sec) else None  # type: ignore[union-attr]
@@ -405,9 +423,17 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
                 links = tuple(msgspec.structs.replace(link, up=prev[link.link].up, speed_gbps=prev[link.link].speed_gbps)
                               if link.link in prev else link for link in links)
             state.nvlinks[g.index] = links
-        if state.nvlinks.get(g.index):
-            upd["nvlinks"] = tuple(msgspec.structs.replace(link, deltas={}) for link in state.nvlinks[g.index]) \
-                if status is None and not errors else state.nvlinks[g.index]
+        if status is not None or errors:
+            state.nvlinks_steady.pop(g.index, None)
+            if state.nvlinks.get(g.index):
+                upd["nvlinks"] = state.nvlinks[g.index]
+        elif state.nvlinks.get(g.index):  # no NVLink read in this record: the last one, without deltas
+            steady = state.nvlinks_steady.get(g.index)
+            if steady is None:
+                steady = state.nvlinks_steady[g.index] = tuple(
+                    msgspec.structs.replace(link, deltas={}) if link.deltas else link
+                    for link in state.nvlinks[g.index])
+            upd["nvlinks"] = steady
         if g.mig_mode_current and (state.mig_devices or state.mig_lgi):
             upd["mig_instances"] = pg.mig_instances(g, state.mig_devices, state.mig_lgi, state.mig_lci,
                                                     state.mig_memory)
@@ -424,6 +450,8 @@ def _ib(node: str, sec: Section | None, state: ProbeState, t: float,
     if sec.rc not in (0, 1, 2):
         warnings.append(f"ib: sysfs read failed (exit {sec.rc})")
         return None
+    if sec.text == state.ib_text:
+        return state.ib_steady  # nothing changed: no deltas, no new flaps
     out = []
     for raw in pn.parse_ib_sysfs(sec.text):
         key = (raw.device, raw.port)
@@ -450,6 +478,8 @@ def _ib(node: str, sec: Section | None, state: ProbeState, t: float,
                           max_rate_gbps=state.ib_best_rate.get(key), link_layer=raw.link_layer,
                           counters=raw.counters, deltas=deltas, flaps=state.ib_flaps.get(key, 0),
                           last_down=state.ib_last_down.get(key)))
+    state.ib_text = sec.text
+    state.ib_steady = tuple(msgspec.structs.replace(p, deltas={}) if p.deltas else p for p in out)
     return tuple(out)
 
 
@@ -461,7 +491,9 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
     if sec.rc != 0:
         warnings.append(f"mounts: {_first_line(sec.text) or 'mountinfo not readable'}")
         return None
-    infos = pn.parse_mountinfo(sec.text)
+    if sec.text != state.mountinfo_text:
+        state.mountinfo_text, state.mountinfo = sec.text, pn.parse_mountinfo(sec.text)
+    infos = state.mountinfo
     lfs = secs.get("lfs")
     lfs_bad = pn.parse_lfs_check_servers(lfs.text) if lfs is not None and not lfs.late else []
     bee = secs.get("beegfs")
@@ -494,12 +526,15 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
     return tuple(out)
 
 
-def _services(node: str, secs: dict[str, Section], warnings: list[str]) -> tuple[ServiceState, ...] | None:
+def _services(node: str, secs: dict[str, Section], state: ProbeState,
+              warnings: list[str]) -> tuple[ServiceState, ...] | None:
     sec = secs.get("svc")
     if sec is not None:
         if sec.late:
             return None
-        states = pn.parse_systemctl_show(node, sec.text)
+        if sec.text != state.svc_text:
+            state.svc_text, state.svc = sec.text, pn.parse_systemctl_show(node, sec.text)
+        states = state.svc
         if not states:
             warnings.append(f"services: systemctl exit {sec.rc}: {_first_line(sec.text)}")
             return None

@@ -13,6 +13,11 @@ written; its output is then left out) or 2 (a previous run of the same probe is 
 e.g. ``stat -f`` on a hung NFS mount in D state: no new one is started). ``rc`` is the
 probe's exit status (124 when late). ``extra`` is ``<start_ns> <end_ns>`` for mount probes.
 
+Markers count only at the start of a line, and no probe lets node data start a line: process
+command lines are squeezed to printable ASCII on one ``cmd`` line, cgroup/uid lines are
+prefixed, kernel and journal lines start with their timestamp, sysfs lines with their path.
+So a user cannot forge or cut a record by naming a process ``@@hpctui end``.
+
 Every probe that can block runs in the background under ``timeout -k 1``; the loop never
 ``wait``\\ s on one (a process in D state cannot be killed, and ``timeout`` would wait for it),
 it polls for the exit status until a deadline and writes the record without the late ones.
@@ -72,10 +77,12 @@ BASE_GPU_FIELDS: tuple[str, ...] = (
     "memory.total", "temperature.gpu", "power.draw", "power.limit", "clocks.sm", "persistence_mode",
     "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
 )
+# Error counters only (FACTS §4): they change rarely, so an unchanged IB section is parsed once.
+# port_xmit_wait / port_{xmit,rcv}_data change all the time and are not shown anywhere.
 IB_COUNTERS: tuple[str, ...] = (
     "symbol_error", "link_error_recovery", "link_downed", "local_link_integrity_errors",
     "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors",
-    "port_xmit_discards", "port_xmit_wait", "port_xmit_data", "port_rcv_data",
+    "port_xmit_discards",
 )
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9@_.:+][A-Za-z0-9@_.:+-]*\Z")

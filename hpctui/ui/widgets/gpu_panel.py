@@ -159,6 +159,8 @@ def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
 
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> Content:
     """Everything the panel shows for one node, as one Content."""
+    from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines  # (keeps the import block as it was)
+
     if name is None:
         return Content("No node selected.")
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
@@ -180,6 +182,8 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
         lines.append(Content.assemble(*(_cell(title, w, "bold $primary") for title, w in _GPU_COLUMNS)))
         for gpu in gpus:
             lines.extend(gpu_lines(gpu, t))
+            lines.extend(probe_gpu_lines(gpu))
+    lines.extend(service_lines(snapshot, name))
     return Content("\n").join(lines)
 
 

@@ -62,6 +62,7 @@ class NodeSpec:
     variant: str = "h100"  # h100 (8 GPUs), h200 (8 GPUs), h200-mig (1 GPU, real MIG outputs), cpu
     faults: set[str] = field(default_factory=set)
     services: Mapping[str, str] | None = None  # unit -> active|inactive|failed; default below
+    moving: bool = False  # GPU utilisation, temperature, power and memory vary on every nvidia-smi call
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -281,6 +282,8 @@ def build_node(root: Path, node: str, spec: NodeSpec) -> Path:
         _gpu_files(node, spec, d)
     _ib_files(spec, d)
     _proc_files(node, spec, d)
+    if spec.moving:
+        _write(d / "moving", "")
     svc = dict(DEFAULT_SERVICES if spec.services is None else spec.services)
     if "svc-failed" in spec.faults:
         svc["nvidia-fabricmanager"] = "failed"
