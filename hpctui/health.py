@@ -12,7 +12,7 @@ import msgspec
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
 from hpctui.model.gpu import XID_MEANING, xid_severity
-from hpctui.model.probe import ServiceState, ServiceStatus
+from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
 
 
 class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -253,8 +253,28 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
 
         for pod in workload_index(snapshot).pods_on(name):
             out.extend(platform_pod_findings(pod))
+    probe = snapshot.probes.get(name)
+    if probe is not None:
+        out.extend(probe_findings(probe))
     out.sort(key=lambda f: f.severity, reverse=True)
     return out
+
+
+def probe_findings(status: ProbeStatus) -> list[Finding]:
+    """A node a node-probing source (SSH) cannot read: why, and when it is tried again."""
+    obj = f"node/{status.node}"
+    if status.reachable:
+        if status.late_probes:
+            return [Finding(severity=Severity.WARNING, object=obj, code="probe_late",
+                            message=f"probe late: {', '.join(status.late_probes)}")]
+        return []
+    if status.last_ok is None and status.next_retry is None and (status.error or "").startswith("connecting"):
+        return [Finding(severity=Severity.INFO, object=obj, code="probe_pending", message=status.error or "connecting")]
+    retry = ""
+    if status.next_retry is not None:
+        retry = f" (next try {time.strftime('%H:%M:%S', time.localtime(status.next_retry))})"
+    return [Finding(severity=Severity.ERROR, object=obj, code="probe_unreachable",
+                    message=f"node probe failed: {status.error or 'no fresh record'}{retry}")]
 
 
 def node_severity(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> Severity:

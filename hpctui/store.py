@@ -216,6 +216,10 @@ class Store:
         k8s_nodes = _union(self._k8s_nodes)
         names = list(slurm_nodes)
         names.extend(n for n in k8s_nodes if n not in slurm_nodes)
+        probes = _union(self._probes)  # nodes only a node-probing source (SSH) knows are nodes too
+        if probes:
+            known = set(names)
+            names.extend(n for n in probes if n not in known)
         nodes = {n: self._node(n, slurm_nodes.get(n), k8s_nodes.get(n)) for n in names}
         if len(self._nodes) > len(nodes):  # nodes left the cluster: forget them
             self._nodes = dict(nodes)
@@ -228,7 +232,7 @@ class Store:
             mounts=_union(self._mounts),
             services=_union(self._services),
             resources=_union(self._resources),
-            probes=_union(self._probes),
+            probes=probes,
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
             k8s_queues=_concat(self._k8s_queues) if self._k8s_queues else (),
