@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.sources.demo_settings import DemoSettings, build_demo_source
+from hpctui.sources.prometheus.settings import PrometheusSettings, build_prometheus_source
 from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ def _entry(kind: str, settings_type: type[msgspec.Struct], build: Callable[[Any,
 SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster"),
     _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm"),
+    _entry("prometheus", PrometheusSettings, build_prometheus_source,
+           "dcgm-exporter and node_exporter metrics from a Prometheus server"),
 ])
 
 # Kinds that are known to be coming: a config naming one gets "not implemented in this
