@@ -8,6 +8,7 @@ Every failure becomes :class:`PromError` with one line a person can act on.
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import os
 import ssl
@@ -101,7 +102,6 @@ class PromClient:
         self.base = settings.url.rstrip("/")
         self._session: aiohttp.ClientSession | None = None
         self._headers: dict[str, str] = {}
-        self._auth: aiohttp.BasicAuth | None = None
         self._ssl: ssl.SSLContext | bool = True
         self._prepared = False
 
@@ -115,7 +115,8 @@ class PromClient:
             self._headers = {"Authorization": f"Bearer {token}"}
         if s.basic_user:
             password = _read_secret(s.basic_password_file, s.basic_password_env, "basic-auth password") or ""
-            self._auth = aiohttp.BasicAuth(s.basic_user, password)
+            pair = base64.b64encode(f"{s.basic_user}:{password}".encode()).decode("ascii")
+            self._headers = {"Authorization": f"Basic {pair}"}
         if self.base.startswith("https://"):
             if not s.verify_tls:
                 self._ssl = False
@@ -132,8 +133,7 @@ class PromClient:
         if self._session is None or self._session.closed:
             timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
             connector = aiohttp.TCPConnector(limit=max(4, self.settings.max_parallel_queries), ssl=self._ssl)
-            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, headers=self._headers,
-                                                  auth=self._auth)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, headers=self._headers)
         return self._session
 
     async def _post(self, path: str, form: dict[str, str]) -> bytes:

@@ -141,8 +141,9 @@ class Collector:
                 continue
             seen.add(key)
             v = self._value(s)
+            rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
             if v is not None:
-                self.gpu.setdefault(key, {})[fld] = v
+                rec[fld] = v
 
     def _gpu_prof(self, _fld: str, samples: list[Sample]) -> None:
         seen: set[tuple[GpuKey, str]] = set()
@@ -302,10 +303,11 @@ class Collector:
                 if first != (node, idx):
                     self.duplicates += 1
                     continue
-            out.setdefault(node, []).append(self._make_gpu(node, idx, d, info, instances))
+            out.setdefault(node, []).append(self._make_gpu(node, idx, d, info, instances, None in gis))
         return {n: tuple(g) for n, g in out.items()}
 
-    def _make_gpu(self, node: str, idx: int, d: dict[str, float], info: _GpuInfo, instances: list[int]) -> Gpu:
+    def _make_gpu(self, node: str, idx: int, d: dict[str, float], info: _GpuInfo, instances: list[int],
+                  whole: bool) -> Gpu:
         mig = bool(instances) or bool(d.get("mig_mode"))
         mig_out = []
         for gi in instances:
@@ -318,9 +320,9 @@ class Collector:
                 engine_active=gd.get("prof_gr_engine_active")))
         used, free = d.get("fb_used"), d.get("fb_free")
         total = None if used is None or free is None else used + free + d.get("fb_reserved", 0.0)
-        if mig and instances and used is None:  # device-level memory is the instances' sum
-            known = [m.memory_used_mib for m in mig_out if m.memory_used_mib is not None]
-            used = sum(known) if known else None
+        if instances and (not whole or used is None):  # no whole-GPU memory series: the instances' sum
+            used = _sum([m.memory_used_mib for m in mig_out])
+            total = _sum([m.memory_total_mib for m in mig_out])
         xid = _int(d.get("xid"))
         pods = tuple(GpuProcess(gpu_uuid=info.uuid, gpu_index=idx, pod=p, container=c) for p, c in info.pods)
         nvl = {k: v for k, v in (("crc_flit", _int(d.get("nvl_crc_flit"))), ("crc_data", _int(d.get("nvl_crc_data"))),
@@ -415,6 +417,10 @@ HANDLERS: dict[str, Callable[[Collector, str, list[Sample]], None]] = {
     "ib_counters": Collector._ib_counters, "ib_delta": Collector._ib_delta, "res": Collector._res,
     "res_gauges": Collector._res_gauges, "res_dev": Collector._res_dev, "fs": Collector._fs,
 }
+
+
+def _sum(values: list[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
 def _int(v: float | None) -> int | None:
