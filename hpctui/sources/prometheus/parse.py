@@ -88,8 +88,12 @@ class Collector:
         self.fs: dict[tuple[str, str], dict[str, object]] = {}
         self.res: dict[str, dict[str, float]] = {}
         self.res_dev: dict[str, dict[str, dict[str, float]]] = {}
+        # Nodes with a current sample (instant queries honour staleness markers; rate()/increase()
+        # over a range still answer for a node whose exporter just stopped): None = not asked/failed.
         self.gpu_time: dict[str, float] = {}
         self.node_time: dict[str, float] = {}
+        self.gpu_time_ok = False
+        self.node_time_ok = False
         self.dropped = 0  # series without identifying labels
         self.duplicates = 0
         self.not_numbers = 0  # NaN / Inf / unparsable
@@ -192,9 +196,16 @@ class Collector:
 
     def _gpu_time(self, _fld: str, samples: list[Sample]) -> None:
         self._time(self.gpu_time, samples)
+        self.gpu_time_ok = True
 
     def _node_time(self, _fld: str, samples: list[Sample]) -> None:
         self._time(self.node_time, samples)
+        self.node_time_ok = True
+
+    def _live(self, node: str, gpu: bool) -> bool:
+        if gpu:
+            return not self.gpu_time_ok or node in self.gpu_time
+        return not self.node_time_ok or node in self.node_time
 
     def _ib(self, fld: str, samples: list[Sample]) -> None:
         seen: set[tuple[str, str, int]] = set()
@@ -289,6 +300,8 @@ class Collector:
     def build_gpus(self) -> dict[str, tuple[Gpu, ...]]:
         by_gpu: dict[tuple[str, int], list[int | None]] = {}
         for node, idx, gi in self.gpu.keys() | self.info.keys():
+            if not self._live(node, gpu=True):
+                continue
             by_gpu.setdefault((node, idx), []).append(gi)
         out: dict[str, list[Gpu]] = {}
         uuids: dict[str, tuple[str, int]] = {}
@@ -349,6 +362,8 @@ class Collector:
     def build_ib(self) -> dict[str, tuple[IbPort, ...]]:
         out: dict[str, list[IbPort]] = {}
         for (node, dev, port), rec in sorted(self.ib.items()):
+            if not self._live(node, gpu=False):
+                continue
             state, phys, rate = _int(rec.get("state")), _int(rec.get("phys")), rec.get("rate")
             counters = {k[2:]: round(v) for k, v in rec.items() if k.startswith("c:")}
             for k in ("port_rcv_data", "port_xmit_data"):  # node_exporter reports bytes; sysfs counts octets ÷ 4
@@ -365,6 +380,8 @@ class Collector:
     def build_mounts(self, wanted: list[str]) -> dict[str, tuple[Mount, ...]]:
         per_node: dict[str, dict[str, dict[str, object]]] = {}
         for (node, mp), fs_rec in self.fs.items():
+            if not self._live(node, gpu=False):
+                continue
             per_node.setdefault(node, {})[mp] = fs_rec
         out: dict[str, tuple[Mount, ...]] = {}
         for node, recs in per_node.items():
@@ -391,6 +408,8 @@ class Collector:
     def build_resources(self) -> dict[str, NodeResources]:
         out: dict[str, NodeResources] = {}
         for node in sorted(self.res.keys() | self.res_dev.keys()):
+            if not self._live(node, gpu=False):
+                continue
             r, dev = self.res.get(node, {}), self.res_dev.get(node, {})
             out[node] = NodeResources(
                 node=node, load1=r.get("load1"), load5=r.get("load5"), load15=r.get("load15"),

@@ -84,6 +84,11 @@ class SimExporter:
             for i in range(used, min(8, used + p.gpus_requested)):
                 self._pod_of[(p.node, i)] = (p.namespace, p.name)
 
+    def touch(self) -> None:
+        """Knobs changed: render afresh at the next scrape instead of serving the cached text."""
+        with self.lock:
+            self._text_t = 0.0
+
     def pod_on(self, node: str, index: int) -> tuple[str, str] | None:
         return self._pod_of.get((node, index))
 
