@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "prometheus"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from promlab import PromLab, prometheus_installed  # noqa: E402
+from promlab import PromLab, prometheus_installed
 
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 LAB_NODES = 32  # GPU nodes (+ 8 CPU nodes): two MIG nodes, Kubernetes pods on gpu0008/gpu0024

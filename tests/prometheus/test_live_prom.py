@@ -16,6 +16,7 @@ import pytest
 from conftest import wait_scrapes
 from promlab import PromLab
 
+from hpctui.health import Thresholds
 from hpctui.model import MountState, Part, SlurmNodeInfo, SourceResult
 from hpctui.sim.topology import MIG_BALANCED
 from hpctui.sources.prometheus.settings import PrometheusSettings
@@ -46,7 +47,7 @@ async def test_values_land_in_the_model(prom_lab: PromLab, source: PrometheusSou
     result = await source.collect()
     assert result.gpus is not None and result.ib is not None and result.resources is not None
     assert result.mounts is not None
-    gpu_nodes = [s for s in sim.topo.gpu_nodes]
+    gpu_nodes = list(sim.topo.gpu_nodes)
     assert sorted(result.gpus) == sorted(s.name for s in gpu_nodes)
     for spec in gpu_nodes:
         gpus = result.gpus[spec.name]
@@ -139,11 +140,11 @@ async def test_node_in_slurm_but_not_in_prometheus_shows_no_data(prom_lab: PromL
         snap = store.snapshot()
         for node in ("gpu9999", gone):
             assert node not in snap.gpus and node not in snap.resources and node not in snap.ib
-            text = node_detail(snap, node, __import__("hpctui.health", fromlist=["Thresholds"]).Thresholds()).plain
+            text = node_detail(snap, node, Thresholds()).plain
             assert "GPUs: N/A (no GPU data for this node)" in text
             assert "GPUs no data" in text and "host no data" in text
         present = exporter.sim.topo.gpu_nodes[0].name
-        text = node_detail(snap, present, __import__("hpctui.health", fromlist=["Thresholds"]).Thresholds()).plain
+        text = node_detail(snap, present, Thresholds()).plain
         assert "Data GPUs prometheus" in text and "Host load" in text
         assert snap.value_age(Part.GPUS, present, src.clock()) is not None
     finally:
