@@ -66,7 +66,10 @@ async def test_values_land_in_the_model(prom_lab: PromLab, source: PrometheusSou
     assert r.cpu_count == 8 and r.mem_total_mib == 2_000_000 and r.load1 is not None and r.nic_rx_bps
     port = result.ib[gpu_nodes[0].name][0]
     assert port.state == "ACTIVE" and port.phys_state == "LinkUp" and port.rate_gbps == 400.0
-    assert port.counters["port_xmit_data"] > 0 and "link_downed" in port.deltas
+    assert port.counters["link_downed"] == 0 and port.deltas["link_downed"] == 0  # sparse: present, zero
+    flap = {p.device: p for p in result.ib[sim.place.flap_node]}[sim.place.flap_dev]
+    assert flap.counters["link_downed"] >= 4 and flap.counters["link_error_recovery"] >= 9
+    assert flap.deltas["link_downed"] > 0 and flap.link_errors_rising  # increase() over delta_window_s
     degraded = sim.place.degraded_node
     assert any(p.rate_gbps == 200.0 for p in result.ib[degraded])
     hung = {m.target: m for m in result.mounts[sim.place.hung_node]}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
 from hpctui.sanitize import clean_text
 from hpctui.sources.prometheus.client import Sample, number
-from hpctui.sources.prometheus.queries import FS_GAUGES, IB_COUNTERS, RESOURCE_GAUGES
+from hpctui.sources.prometheus.queries import FS_GAUGES, GPU_SPARSE, IB_COUNTERS, IB_ERROR_COUNTERS, RESOURCE_GAUGES
 
 IB_STATE = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 IB_PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
@@ -37,17 +37,17 @@ class NodeNamer:
         self.pattern = re.compile(pattern)
         self.replace = replace
         self.to_cluster = to_cluster
-        self._cache: dict[tuple[str, ...], str | None] = {}
+        self._cache: dict[tuple[str | None, ...], str | None] = {}
         self.origin: dict[str, dict[str, set[str]]] = {}  # node -> label -> raw values it came from
 
     def __call__(self, metric: Mapping[str, str]) -> str | None:
-        key = tuple(metric.get(label, "") for label in self.labels)
+        key = tuple(map(metric.get, self.labels))
         try:
             return self._cache[key]
         except KeyError:
             pass
         name: str | None = None
-        for label, raw in zip(self.labels, key, strict=True):
+        for label, raw in zip(self.labels, key, strict=True):  # raw is None for an absent label
             if raw:
                 m = self.pattern.match(raw)
                 try:
@@ -94,6 +94,7 @@ class Collector:
         self.node_time: dict[str, float] = {}
         self.gpu_time_ok = False
         self.node_time_ok = False
+        self.present: set[str] = set()  # sparse families the exporters have (answers to the PRESENCE queries)
         self.dropped = 0  # series without identifying labels
         self.duplicates = 0
         self.not_numbers = 0  # NaN / Inf / unparsable
@@ -184,6 +185,9 @@ class Collector:
                 entry = (f"{self.clean(ns)}/{self.clean(pod)}" if ns else self.clean(pod) or "", self.clean(ctr))
                 if entry not in info.pods:
                     info.pods.append(entry)
+
+    def _present(self, _fld: str, samples: list[Sample]) -> None:
+        self.present.update(s.metric.get("__name__", "") for s in samples)
 
     def _time(self, out: dict[str, float], samples: list[Sample]) -> None:
         for s in samples:
@@ -305,10 +309,13 @@ class Collector:
             by_gpu.setdefault((node, idx), []).append(gi)
         out: dict[str, list[Gpu]] = {}
         uuids: dict[str, tuple[str, int]] = {}
+        sparse = {field: 0.0 for field, metric in GPU_SPARSE if metric in self.present}
         for (node, idx), gis in sorted(by_gpu.items()):
             instances = sorted(g for g in gis if g is not None)
             device_key: GpuKey = (node, idx, None) if None in gis else (node, idx, instances[0])
             d = self.gpu.get(device_key, {})
+            if sparse:
+                d = {**sparse, **d}
             info = self.info.get(device_key) or next((self.info[(node, idx, g)] for g in instances
                                                       if (node, idx, g) in self.info), _GpuInfo())
             if info.uuid is not None:  # the same physical GPU seen under another node/index: keep the first
@@ -361,11 +368,15 @@ class Collector:
 
     def build_ib(self) -> dict[str, tuple[IbPort, ...]]:
         out: dict[str, list[IbPort]] = {}
+        # error counters and their increase() are asked for only where non-zero: zero elsewhere
+        ib_zero = {IB_COUNTERS[m]: 0 for m in IB_ERROR_COUNTERS if m in self.present}
+        delta_zero = dict(ib_zero)
         for (node, dev, port), rec in sorted(self.ib.items()):
             if not self._live(node, gpu=False):
                 continue
             state, phys, rate = _int(rec.get("state")), _int(rec.get("phys")), rec.get("rate")
-            counters = {k[2:]: round(v) for k, v in rec.items() if k.startswith("c:")}
+            counters = dict(ib_zero)
+            counters.update((k[2:], round(v)) for k, v in rec.items() if k.startswith("c:"))
             for k in ("port_rcv_data", "port_xmit_data"):  # node_exporter reports bytes; sysfs counts octets ÷ 4
                 if k in counters:
                     counters[k] //= 4
@@ -374,7 +385,7 @@ class Collector:
                 state=IB_STATE.get(state, str(state)) if state is not None else None,
                 phys_state=IB_PHYS.get(phys, str(phys)) if phys is not None else None,
                 rate_gbps=None if rate is None else round(rate * 8 / 1e9, 1),
-                counters=counters, deltas=self.ib_deltas.get((node, dev, port), {})))
+                counters=counters, deltas={**delta_zero, **self.ib_deltas.get((node, dev, port), {})}))
         return {n: tuple(p) for n, p in out.items()}
 
     def build_mounts(self, wanted: list[str]) -> dict[str, tuple[Mount, ...]]:
@@ -432,7 +443,7 @@ class Collector:
 
 HANDLERS: dict[str, Callable[[Collector, str, list[Sample]], None]] = {
     "gpu": Collector._gpu, "gpu_prof": Collector._gpu_prof, "gpu_info": Collector._gpu_info,
-    "gpu_time": Collector._gpu_time, "node_time": Collector._node_time, "ib": Collector._ib,
+    "present": Collector._present, "gpu_time": Collector._gpu_time, "node_time": Collector._node_time, "ib": Collector._ib,
     "ib_counters": Collector._ib_counters, "ib_delta": Collector._ib_delta, "res": Collector._res,
     "res_gauges": Collector._res_gauges, "res_dev": Collector._res_dev, "fs": Collector._fs,
 }

@@ -16,6 +16,7 @@ class Family:
     target: str  # which handler reads the answer (see parse.HANDLERS)
     field: str  # the field it fills ("" when the handler takes it from __name__)
     expr: str
+    sparse: str = ""  # a metric queried with "!= 0": present but not answered means 0 (see PRESENCE)
 
 
 # dcgm-exporter gauges → Gpu fields (FACTS §1)
@@ -30,6 +31,12 @@ GPU_GAUGES: tuple[tuple[str, str], ...] = (
     ("power", "DCGM_FI_DEV_POWER_USAGE"),
     ("power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"),
     ("sm_clock", "DCGM_FI_DEV_SM_CLOCK"),
+    ("mig_mode", "DCGM_FI_DEV_MIG_MODE"),
+)
+# Counters and flags that are 0 on almost every GPU: asked for with "!= 0" so an answer carries
+# only the GPUs with something to say; a GPU of a present family that is not in it reads 0
+# (a family the exporter does not have at all stays N/A).
+GPU_SPARSE: tuple[tuple[str, str], ...] = (
     ("ecc_sbe_vol", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"),
     ("ecc_dbe_vol", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
     ("ecc_sbe_agg", "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"),
@@ -43,7 +50,6 @@ GPU_GAUGES: tuple[tuple[str, str], ...] = (
     ("retired_pending", "DCGM_FI_DEV_RETIRED_PENDING"),
     ("xid", "DCGM_FI_DEV_XID_ERRORS"),  # a gauge: the LAST Xid seen, not a count
     ("pcie_replay", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
-    ("mig_mode", "DCGM_FI_DEV_MIG_MODE"),
     ("nvl_crc_flit", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"),
     ("nvl_crc_data", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"),
     ("nvl_replay", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL"),
@@ -69,7 +75,7 @@ IB_COUNTERS: dict[str, str] = {
     "node_infiniband_port_packets_received_total": "port_rcv_packets",
     "node_infiniband_port_packets_transmitted_total": "port_xmit_packets",
 }
-IB_DELTA_COUNTERS = tuple(k for k, v in IB_COUNTERS.items() if "data" not in v and "packets" not in v)
+IB_ERROR_COUNTERS = tuple(k for k, v in IB_COUNTERS.items() if "data" not in v and "packets" not in v)
 RESOURCE_GAUGES: dict[str, str] = {
     "node_load1": "load1", "node_load5": "load5", "node_load15": "load15",
     "node_memory_MemTotal_bytes": "mem_total", "node_memory_MemAvailable_bytes": "mem_available",
@@ -105,6 +111,10 @@ def families(s: PrometheusSettings) -> list[Family]:
     if s.gpus:
         for field, metric in GPU_GAUGES:
             out.append(Family("gpu", field, f"max by ({g}) ({metric}{_sel(d)})"))
+        for field, metric in GPU_SPARSE:
+            out.append(Family("gpu", field, f"max by ({g}) ({metric}{_sel(d)}) != 0", sparse=metric))
+        sparse = _name_re("|".join(m for _, m in GPU_SPARSE))
+        out.append(Family("present", "", f"count by (__name__) ({_sel(d, sparse)})"))
         out.append(Family("gpu", "throttle", f"max by ({g}) ({_sel(d, _name_re(THROTTLE_NAMES))})"))
         out.append(Family("gpu_prof", "", f"max by (__name__, {g}) ({_sel(d, _name_re('DCGM_FI_PROF_.+'))})"))
         out.append(Family("gpu", "nvl_bw", f"max by ({g}) (rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{_sel(d)}{rw}))"))
@@ -115,11 +125,13 @@ def families(s: PrometheusSettings) -> list[Family]:
         for field, metric in (("state", "node_infiniband_state_id"), ("phys", "node_infiniband_physical_state_id"),
                               ("rate", "node_infiniband_rate_bytes_per_second")):
             out.append(Family("ib", field, f"max by ({n}, device, port) ({metric}{_sel(x)})"))
-        out.append(Family("ib_counters", "",
-                          f"max by (__name__, {n}, device, port) ({_sel(x, _name_re('|'.join(IB_COUNTERS)))})"))
-        for metric in IB_DELTA_COUNTERS:
+        errors = _name_re("|".join(IB_ERROR_COUNTERS))
+        out.append(Family("ib_counters", "", f"max by (__name__, {n}, device, port) ({_sel(x, errors)}) != 0",
+                          ))
+        out.append(Family("present", "", f"count by (__name__) ({_sel(x, errors)})"))
+        for metric in IB_ERROR_COUNTERS:
             out.append(Family("ib_delta", IB_COUNTERS[metric],
-                              f"max by ({n}, device, port) (increase({metric}{_sel(x)}{dw}))"))
+                              f"max by ({n}, device, port) (increase({metric}{_sel(x)}{dw})) > 0", sparse=metric))
     if s.resources:
         out.append(Family("res_gauges", "", f"max by (__name__, {n}) ({_sel(x, _name_re('|'.join(RESOURCE_GAUGES)))})"))
         out.append(Family("res", "cpu_count", f"count by ({n}) (node_cpu_seconds_total{_sel(x, idle)})"))
