@@ -9,19 +9,23 @@ a series without the labels that identify it is dropped and counted.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
 from hpctui.sanitize import clean_text
-from hpctui.sources.prometheus.client import Sample, number
+from hpctui.sources.prometheus.client import Sample
 from hpctui.sources.prometheus.queries import FS_GAUGES, GPU_SPARSE, IB_COUNTERS, IB_ERROR_COUNTERS, RESOURCE_GAUGES
 
 IB_STATE = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 IB_PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
            6: "LinkErrorRecovery", 7: "Phy Test"}
 MIB = 1024.0 * 1024.0
+
+
+GpuKey = tuple[str, int, int | None]  # node, gpu index, GPU instance id (MIG) or None
 
 
 class NodeNamer:
@@ -39,6 +43,14 @@ class NodeNamer:
         self.to_cluster = to_cluster
         self._cache: dict[tuple[str | None, ...], str | None] = {}
         self.origin: dict[str, dict[str, set[str]]] = {}  # node -> label -> raw values it came from
+        self.gpu_keys: dict[tuple[str | None, ...], GpuKey | None] = {}  # Collector's caches, per label tuple
+        self.port_keys: dict[tuple[str | None, ...], tuple[str, str, int] | None] = {}
+
+    def trim(self, limit: int = 1_000_000) -> None:
+        """Forget cached label tuples when too many accumulated (nodes and GPUs renamed over weeks)."""
+        for cache in (self._cache, self.gpu_keys, self.port_keys):
+            if len(cache) > limit:
+                cache.clear()
 
     def __call__(self, metric: Mapping[str, str]) -> str | None:
         key = tuple(map(metric.get, self.labels))
@@ -65,7 +77,6 @@ class NodeNamer:
         return name
 
 
-GpuKey = tuple[str, int, int | None]  # node, gpu index, GPU instance id (MIG) or None
 
 
 @dataclass
@@ -99,6 +110,10 @@ class Collector:
         self.duplicates = 0
         self.not_numbers = 0  # NaN / Inf / unparsable
         self._clean: dict[str, str] = {}
+        self._gpu_labels = (*namer.labels, "gpu", "GPU_I_ID")
+        self._port_labels = (*namer.labels, "device", "port")
+        self._gpu_keys = namer.gpu_keys  # kept across refreshes: pure functions of the labels
+        self._port_keys = namer.port_keys
 
     # -- helpers -------------------------------------------------------------------
     def clean(self, value: str | None) -> str | None:
@@ -110,24 +125,48 @@ class Collector:
         return c
 
     def _value(self, s: Sample) -> float | None:
-        v = number(s.value[1]) if s.value is not None else None
-        if v is None:
+        try:
+            v = float(s.value[1])  # type: ignore[index]
+        except (TypeError, ValueError):
+            v = math.nan
+        if v - v != 0.0:  # NaN or ±Inf (or unparsable): not available
             self.not_numbers += 1
+            return None
         return v
 
+    # Keys are cached per raw label tuple: a refresh has ~10 series per GPU and port, and the
+    # same few thousand label tuples come back in every family.
     def _gpu_key(self, m: Mapping[str, str]) -> GpuKey | None:
+        raw = tuple(map(m.get, self._gpu_labels))
+        try:
+            key = self._gpu_keys[raw]
+        except KeyError:
+            key = self._gpu_keys[raw] = self._make_gpu_key(m)
+        if key is None:
+            self.dropped += 1
+        return key
+
+    def _make_gpu_key(self, m: Mapping[str, str]) -> GpuKey | None:
         node = self.namer(m)
         gpu = m.get("gpu")
         if node is None or gpu is None or not gpu.isdigit():
-            self.dropped += 1
             return None
         gi = m.get("GPU_I_ID")
         return node, int(gpu), int(gi) if gi and gi.isdigit() else None
 
     def _port_key(self, m: Mapping[str, str]) -> tuple[str, str, int] | None:
+        raw = tuple(map(m.get, self._port_labels))
+        try:
+            key = self._port_keys[raw]
+        except KeyError:
+            key = self._port_keys[raw] = self._make_port_key(m)
+        if key is None:
+            self.dropped += 1
+        return key
+
+    def _make_port_key(self, m: Mapping[str, str]) -> tuple[str, str, int] | None:
         node, dev, port = self.namer(m), m.get("device"), m.get("port")
         if node is None or not dev or not port or not port.isdigit():
-            self.dropped += 1
             return None
         return node, self.clean(dev) or dev, int(port)
 

@@ -84,6 +84,7 @@ class PrometheusSource:
     async def _collect(self) -> SourceResult:
         t = self.clock()
         started = time.monotonic()
+        self.namer.trim()
         collector = Collector(self.namer, self.settings.exporter_pod_pattern)
         lock = threading.Lock()
         gate = asyncio.Semaphore(self.settings.max_parallel_queries)
