@@ -44,6 +44,7 @@ async def source(prom_lab: PromLab) -> AsyncIterator[PrometheusSource]:
 async def test_values_land_in_the_model(prom_lab: PromLab, source: PrometheusSource) -> None:
     assert prom_lab.exporter is not None
     sim = prom_lab.exporter.sim
+    wait_scrapes(prom_lab, 4)  # a few flaps of the flapping link inside delta_window_s
     result = await source.collect()
     assert result.gpus is not None and result.ib is not None and result.resources is not None
     assert result.mounts is not None
@@ -214,3 +215,28 @@ mounts = ["/home", "/lustre/scratch"]
                          capture_output=True, text=True, timeout=120, env=env)
     data = json.loads(out.stdout)
     assert len(data["gpus"][first]) == 8 and data["sources"]["prometheus"]["stale_after_s"] == 3.0
+
+
+async def test_sources_combine_with_precedence_through_the_config(prom_lab: PromLab, tmp_path: Path) -> None:
+    """The demo cluster (same seed and size as the bed: same node names) owns Slurm/K8s and also has
+    GPUs; Prometheus wins the GPUs by the configured precedence, the node panel says so."""
+    from hpctui.config import parse_config
+    from hpctui.runtime import runtime_from_config
+
+    config = parse_config({"audit_log": str(tmp_path / "audit.jsonl"), "clusters": {"lab": {
+        "sources": [{"kind": "demo", "size": 32, "seed": 0},
+                    {"kind": "prometheus", "url": prom_lab.url, "scrape_interval_s": 1}],
+        "precedence": {"gpus": ["prometheus", "demo"]}}}})
+    runtime = runtime_from_config(config, "lab")
+    try:
+        await runtime.collect_once()
+        snap = runtime.store.snapshot()
+        node = "gpu0001"
+        assert snap.nodes[node].slurm is not None  # from the demo's Slurm
+        assert snap.origin(Part.GPUS, node) == "prometheus" and snap.origin(Part.IB, node) == "prometheus"
+        assert snap.origin(Part.MOUNTS, node) == "demo"  # prometheus has no mounts configured here
+        assert snap.gpus[node][0].profiling  # DCGM_FI_PROF_* only come from Prometheus
+        text = node_detail(snap, node, Thresholds()).plain
+        assert "Data GPUs prometheus" in text and "mounts demo" in text
+    finally:
+        await runtime.stop()

@@ -227,3 +227,35 @@ async def test_history_is_a_range_query_with_its_window(prom: FakeProm) -> None:
         assert (await source.history("unknown-node")).points == []
     finally:
         await source.close()
+
+
+async def test_a_rotated_token_file_is_read_again_after_401(prom: FakeProm, tmp_path: object) -> None:
+    from pathlib import Path
+
+    token_file = Path(str(tmp_path)) / "token"
+    token_file.write_text("old-token")
+    source, _store, _poller = make(prom.url, Clock(), bearer_token_file=str(token_file))
+    try:
+        await source.collect()
+        prom.status, prom.body = 401, b"Unauthorized"
+        with pytest.raises(Exception, match="HTTP 401"):
+            await source.collect()
+        token_file.write_text("new-token")
+        prom.status, prom.body = 200, None
+        await source.collect()
+        assert prom.headers_seen[-1]["Authorization"] == "Bearer new-token"
+    finally:
+        await source.close()
+
+
+async def test_server_text_is_sanitised(prom: FakeProm) -> None:
+    prom.warnings = ["evil \x1b]0;title\x07 warning"]
+    source, store, poller = make(prom.url, Clock())
+    try:
+        await poller.poll_once(source)
+        assert all("\x1b" not in w for w in store.health()["prometheus"].warnings)
+        prom.status, prom.body = 500, b"\x1b[2Jcleared"
+        await poller.poll_once(source)
+        assert "\x1b" not in (store.health()["prometheus"].last_error or "")
+    finally:
+        await source.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 
+from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
 from hpctui.sources.prometheus.settings import PrometheusSettings
 
@@ -71,15 +72,16 @@ def decode_answer(body: bytes, status: int = 200) -> QueryResult:
         raise PromError(f"HTTP {status}: not a Prometheus API answer ({_first_line(body)})") from None
     if answer.status != "success" or status >= 400:
         kind = f"{answer.errorType}: " if answer.errorType else ""
-        raise PromError(f"HTTP {status}: {kind}{answer.error or answer.status}")
+        raise PromError(clean_text(f"HTTP {status}: {kind}{answer.error or answer.status}"[:300]))
+    warnings = [clean_text(w[:200]) for w in answer.warnings]
     if answer.data is None:
-        return QueryResult(samples=[], warnings=list(answer.warnings))
-    return QueryResult(samples=answer.data.result, warnings=list(answer.warnings))
+        return QueryResult(samples=[], warnings=warnings)
+    return QueryResult(samples=answer.data.result, warnings=warnings)
 
 
 def _first_line(body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip().splitlines()
-    return (text[0][:120] if text else "empty answer") or "empty answer"
+    return clean_text(text[0][:120] if text else "empty answer") or "empty answer"
 
 
 def _read_secret(path: str | None, env: str | None, what: str) -> str | None:
@@ -133,7 +135,7 @@ class PromClient:
         if self._session is None or self._session.closed:
             timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
             connector = aiohttp.TCPConnector(limit=max(4, self.settings.max_parallel_queries), ssl=self._ssl)
-            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector, headers=self._headers)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector)
         return self._session
 
     async def _post(self, path: str, form: dict[str, str]) -> bytes:
@@ -141,9 +143,10 @@ class PromClient:
         session = self._get_session()
         url = f"{self.base}{path}"
         try:
-            async with session.post(url, data=form) as resp:
+            async with session.post(url, data=form, headers=self._headers) as resp:
                 body = await resp.read()
                 if resp.status in (401, 403):
+                    self._prepared = False  # read the token file again next time (it may have rotated)
                     raise PromError(f"HTTP {resp.status} {resp.reason}: check the bearer token / basic auth")
                 if resp.status >= 400 and not body.lstrip().startswith(b"{"):
                     raise PromError(f"HTTP {resp.status} {resp.reason}: {_first_line(body)}")

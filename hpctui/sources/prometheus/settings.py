@@ -64,6 +64,8 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
             re.compile(self.exporter_pod_pattern)
         except re.error as exc:
             raise ValueError(f"bad regular expression: {exc}") from None
+        if self.rate_window_s < 1 or self.delta_window_s < 1:
+            raise ValueError("rate_window_s and delta_window_s must be >= 1")
         if self.max_parallel_queries < 1:
             raise ValueError("max_parallel_queries must be >= 1")
 
