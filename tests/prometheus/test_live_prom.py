@@ -175,8 +175,11 @@ async def test_exporter_down_goes_stale_then_recovers(prom_lab: PromLab) -> None
     try:
         store.apply(await src.collect())
         exporter.fail = True  # scrapes fail: Prometheus marks every series stale
-        await asyncio.sleep(3.5)
-        result = await src.collect()
+        for _ in range(30):  # past scrape interval × 3, whatever the machine's load
+            await asyncio.sleep(0.5)
+            result = await src.collect()
+            if any("stale" in w for w in result.warnings):
+                break
         store.apply(result)
         assert any("stale" in w for w in result.warnings), result.warnings
         snap = store.snapshot()
@@ -240,3 +243,28 @@ async def test_sources_combine_with_precedence_through_the_config(prom_lab: Prom
         assert "Data GPUs prometheus" in text and "mounts demo" in text
     finally:
         await runtime.stop()
+
+
+async def test_bad_series_through_a_real_server(prom_lab: PromLab, source: PrometheusSource) -> None:
+    """Duplicate series (a second scrape path), series without the gpu label, NaN/+Inf values."""
+    exporter = prom_lab.exporter
+    assert exporter is not None
+    dup, unlabelled, nan = (s.name for s in exporter.sim.topo.gpu_nodes[10:13])
+    exporter.duplicate_nodes.add(dup)
+    exporter.unlabelled_nodes.add(unlabelled)
+    exporter.nan_nodes.add(nan)
+    try:
+        wait_scrapes(prom_lab)
+        result = await source.collect()
+        assert result.gpus is not None
+        assert [g.index for g in result.gpus[dup]] == list(range(8))  # once each
+        assert unlabelled not in result.gpus  # no gpu label: dropped, counted
+        assert all(g.temp_c is None and g.power_w is None for g in result.gpus[nan])  # NaN/+Inf: N/A
+        assert all(g.hbm_temp_c is not None for g in result.gpus[nan])
+        assert any("duplicate series ignored" in w for w in result.warnings), result.warnings
+        assert any("without node/gpu/device labels dropped" in w for w in result.warnings)
+        assert any("NaN/Inf values shown as N/A" in w for w in result.warnings)
+    finally:
+        exporter.duplicate_nodes.discard(dup)
+        exporter.unlabelled_nodes.discard(unlabelled)
+        exporter.nan_nodes.discard(nan)

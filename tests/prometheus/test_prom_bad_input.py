@@ -126,14 +126,19 @@ async def test_basic_auth_header(prom: FakeProm, monkeypatch: pytest.MonkeyPatch
 
 async def test_slow_server_times_out_with_a_clear_error(prom: FakeProm) -> None:
     clock = Clock()
-    source, store, poller = make(prom.url, clock, timeout_s=0.3)
-    prom.delay_s = 1.0
+    source, store, poller = make(prom.url, clock, timeout_s=1.0)
+    prom.delay_s = 5.0
     try:
         assert not await poller.poll_once(source)
         err = store.health()["prometheus"].last_error or ""
-        assert "within 0.3 s" in err
+        assert "within 1 s" in err
         prom.delay_s = 0.0
-        assert await poller.poll_once(source)
+        recovered = False
+        for _ in range(5):  # a loaded machine may need more than one try within 1 s
+            recovered = await poller.poll_once(source)
+            if recovered:
+                break
+        assert recovered and store.health()["prometheus"].ok
     finally:
         await source.close()
 

@@ -94,6 +94,9 @@ class Collector:
         self.exporter_pod = re.compile(exporter_pod) if exporter_pod else None
         self.gpu: dict[GpuKey, dict[str, float]] = {}
         self.info: dict[GpuKey, _GpuInfo] = {}
+        # rate() over a range still answers for series that just went stale: these values never
+        # make a GPU exist on their own, they only complete GPUs the instant queries returned
+        self.gpu_rates: dict[GpuKey, dict[str, float]] = {}
         self.ib: dict[tuple[str, str, int], dict[str, float]] = {}
         self.ib_deltas: dict[tuple[str, str, int], dict[str, int]] = {}
         self.fs: dict[tuple[str, str], dict[str, object]] = {}
@@ -136,13 +139,13 @@ class Collector:
 
     # Keys are cached per raw label tuple: a refresh has ~10 series per GPU and port, and the
     # same few thousand label tuples come back in every family.
-    def _gpu_key(self, m: Mapping[str, str]) -> GpuKey | None:
+    def _gpu_key(self, m: Mapping[str, str], count: bool = True) -> GpuKey | None:
         raw = tuple(map(m.get, self._gpu_labels))
         try:
             key = self._gpu_keys[raw]
         except KeyError:
             key = self._gpu_keys[raw] = self._make_gpu_key(m)
-        if key is None:
+        if key is None and count:
             self.dropped += 1
         return key
 
@@ -188,6 +191,13 @@ class Collector:
             rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
             if v is not None:
                 rec[fld] = v
+
+    def _gpu_rate(self, fld: str, samples: list[Sample]) -> None:
+        for s in samples:
+            key = self._gpu_key(s.metric, count=False)  # may be a series gone stale: not worth a warning
+            v = self._value(s) if key is not None else None
+            if key is not None and v is not None:
+                self.gpu_rates.setdefault(key, {})[fld] = v
 
     def _gpu_prof(self, _fld: str, samples: list[Sample]) -> None:
         seen: set[tuple[GpuKey, str]] = set()
@@ -353,8 +363,8 @@ class Collector:
             instances = sorted(g for g in gis if g is not None)
             device_key: GpuKey = (node, idx, None) if None in gis else (node, idx, instances[0])
             d = self.gpu.get(device_key, {})
-            if sparse:
-                d = {**sparse, **d}
+            if sparse or device_key in self.gpu_rates:
+                d = {**sparse, **d, **self.gpu_rates.get(device_key, {})}
             info = self.info.get(device_key) or next((self.info[(node, idx, g)] for g in instances
                                                       if (node, idx, g) in self.info), _GpuInfo())
             if info.uuid is not None:  # the same physical GPU seen under another node/index: keep the first
@@ -481,7 +491,7 @@ class Collector:
 
 
 HANDLERS: dict[str, Callable[[Collector, str, list[Sample]], None]] = {
-    "gpu": Collector._gpu, "gpu_prof": Collector._gpu_prof, "gpu_info": Collector._gpu_info,
+    "gpu": Collector._gpu, "gpu_rate": Collector._gpu_rate, "gpu_prof": Collector._gpu_prof, "gpu_info": Collector._gpu_info,
     "present": Collector._present, "gpu_time": Collector._gpu_time, "node_time": Collector._node_time, "ib": Collector._ib,
     "ib_counters": Collector._ib_counters, "ib_delta": Collector._ib_delta, "res": Collector._res,
     "res_gauges": Collector._res_gauges, "res_dev": Collector._res_dev, "fs": Collector._fs,

@@ -117,7 +117,7 @@ def families(s: PrometheusSettings) -> list[Family]:
         out.append(Family("present", "", f"count by (__name__) ({_sel(d, sparse)})"))
         out.append(Family("gpu", "throttle", f"max by ({g}) ({_sel(d, _name_re(THROTTLE_NAMES))})"))
         out.append(Family("gpu_prof", "", f"max by (__name__, {g}) ({_sel(d, _name_re('DCGM_FI_PROF_.+'))})"))
-        out.append(Family("gpu", "nvl_bw", f"max by ({g}) (rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{_sel(d)}{rw}))"))
+        out.append(Family("gpu_rate", "nvl_bw", f"max by ({g}) (rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{_sel(d)}{rw}))"))
         present = _sel(d, _name_re("DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_TEMP"))
         out.append(Family("gpu_info", "", f"group by ({g}, {', '.join(INFO_LABELS)}) ({present})"))
         out.append(Family("gpu_time", "", f"max by ({n}) (timestamp(DCGM_FI_DEV_XID_ERRORS{_sel(d)}))"))

@@ -73,6 +73,7 @@ class SimExporter:
         self.unlabelled_nodes: set[str] = set()
         self.fail = False
         self.scrapes = 0
+        self._stop = threading.Event()
         self._text = b""
         self._text_t = 0.0
         self._pod_of: dict[tuple[str, int], tuple[str, str]] = {}
@@ -85,21 +86,33 @@ class SimExporter:
                 self._pod_of[(p.node, i)] = (p.namespace, p.name)
 
     def touch(self) -> None:
-        """Knobs changed: render afresh at the next scrape instead of serving the cached text."""
+        """Knobs changed: render afresh now, so the next scrape serves the change."""
+        self.refresh()
+
+    def refresh(self) -> None:
         with self.lock:
-            self._text_t = 0.0
+            now = time.time()
+            self.sim.advance(now)
+            self._text = self._render(now).encode()
+            self._text_t = now
+
+    def run_ticks(self) -> None:
+        """Render every ``tick_s`` in this (background) thread: a scrape only copies bytes, so a
+        loaded machine does not make scrapes time out."""
+        while not self._stop.wait(self.tick_s):
+            self.refresh()
+
+    def stop(self) -> None:
+        self._stop.set()
 
     def pod_on(self, node: str, index: int) -> tuple[str, str] | None:
         return self._pod_of.get((node, index))
 
     # -- text --------------------------------------------------------------------------
     def render(self) -> bytes:
+        if not self._text:
+            self.refresh()
         with self.lock:
-            now = time.time()
-            if now - self._text_t >= self.tick_s or not self._text:
-                self.sim.advance(now)
-                self._text = self._render(now).encode()
-                self._text_t = now
             self.scrapes += 1
             return self._text
 
@@ -243,6 +256,8 @@ def serve(exporter: SimExporter, port: int = 0) -> ThreadingHTTPServer:
     handler = type("Handler", (_Handler,), {"exporter": exporter})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
+    exporter.refresh()
+    threading.Thread(target=exporter.run_ticks, name="sim-exporter-ticks", daemon=True).start()
     threading.Thread(target=server.serve_forever, name="sim-exporter", daemon=True).start()
     return server
 

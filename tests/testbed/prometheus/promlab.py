@@ -77,7 +77,7 @@ class PromLab:
     def start(self, timeout_s: float = 30.0) -> None:
         t0 = time.monotonic()
         if self.exporter_port is None:
-            self.exporter = SimExporter(size=self.nodes, seed=self.seed, tick_s=self.scrape_interval_s / 2)
+            self.exporter = SimExporter(size=self.nodes, seed=self.seed, tick_s=self.scrape_interval_s)
             self.server = serve(self.exporter)
             self.exporter_port = int(self.server.server_address[1])
         self.port = free_port()
@@ -134,6 +134,8 @@ class PromLab:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self.proc = None
+        if self.exporter is not None:
+            self.exporter.stop()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
