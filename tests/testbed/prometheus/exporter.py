@@ -251,10 +251,16 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a scrape given up by Prometheus: not news
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 def serve(exporter: SimExporter, port: int = 0) -> ThreadingHTTPServer:
     """Serve on 127.0.0.1:``port`` (0 = a free one) in a daemon thread; ``server.shutdown()`` stops it."""
     handler = type("Handler", (_Handler,), {"exporter": exporter})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = _Server(("127.0.0.1", port), handler)
     server.daemon_threads = True
     exporter.refresh()
     threading.Thread(target=exporter.run_ticks, name="sim-exporter-ticks", daemon=True).start()

@@ -143,3 +143,44 @@ class PromLab:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+
+
+LAB_CONFIG = """# written by tests/testbed/prometheus/promlab.py: the test-bed Prometheus as a source
+[clusters.lab]
+[[clusters.lab.sources]]
+kind = "prometheus"
+url = "{url}"
+scrape_interval_s = {interval:g}
+mounts = ["/home", "/lustre/scratch"]
+"""
+
+
+def main() -> None:
+    """Run the bed by hand: ``python tests/testbed/prometheus/promlab.py [--nodes N]`` writes
+    prom-lab.toml for ``hpctui --config prom-lab.toml`` / ``hpctui snapshot --config prom-lab.toml``."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=32)
+    ap.add_argument("--config", default="prom-lab.toml")
+    args = ap.parse_args()
+    lab = PromLab(nodes=args.nodes, scrape_interval_s=1.0)
+
+    def on_term(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM too: stop the server in the finally below
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        lab.start()
+        lab.wait_scraped(3)
+        Path(args.config).write_text(LAB_CONFIG.format(url=lab.url, interval=lab.scrape_interval_s))
+        print(f"Prometheus at {lab.url}; wrote {args.config}; Ctrl-C stops", flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        lab.stop()
+
+
+if __name__ == "__main__":
+    main()
