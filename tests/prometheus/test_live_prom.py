@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import wait_scrapes
+from conftest import complete, wait_scrapes
 from promlab import PromLab
 
 from hpctui.health import Thresholds
@@ -45,7 +45,7 @@ async def test_values_land_in_the_model(prom_lab: PromLab, source: PrometheusSou
     assert prom_lab.exporter is not None
     sim = prom_lab.exporter.sim
     wait_scrapes(prom_lab, 4)  # a few flaps of the flapping link inside delta_window_s
-    result = await source.collect()
+    result: SourceResult = await complete(source, prom_lab)  # type: ignore[assignment]
     assert result.gpus is not None and result.ib is not None and result.resources is not None
     assert result.mounts is not None
     gpu_nodes = list(sim.topo.gpu_nodes)
@@ -82,7 +82,7 @@ async def test_values_land_in_the_model(prom_lab: PromLab, source: PrometheusSou
 async def test_mig_gpus_once_each_with_their_instances(prom_lab: PromLab, source: PrometheusSource) -> None:
     assert prom_lab.exporter is not None
     sim = prom_lab.exporter.sim
-    result = await source.collect()
+    result: SourceResult = await complete(source, prom_lab)  # type: ignore[assignment]
     assert result.gpus is not None
     mig_nodes = [s for s in sim.topo.gpu_nodes if s.mig]
     assert len(mig_nodes) == 2
@@ -98,7 +98,7 @@ async def test_mig_gpus_once_each_with_their_instances(prom_lab: PromLab, source
 
 async def test_pod_labels_attribute_gpus_to_pods(prom_lab: PromLab, source: PrometheusSource) -> None:
     assert prom_lab.exporter is not None
-    result = await source.collect()
+    result: SourceResult = await complete(source, prom_lab)  # type: ignore[assignment]
     assert result.gpus is not None
     expected = prom_lab.exporter._pod_of
     assert expected
@@ -126,6 +126,7 @@ async def test_an_xid_appears_as_an_event_once(prom_lab: PromLab, source: Promet
         assert [e.message for e in events] == ["Xid 48: double-bit ECC error (reset GPU) (DCGM_FI_DEV_XID_ERRORS)"]
     finally:
         exporter.xid.pop((node, 0), None)
+        wait_scrapes(prom_lab)
 
 
 async def test_node_in_slurm_but_not_in_prometheus_shows_no_data(prom_lab: PromLab) -> None:
@@ -153,6 +154,7 @@ async def test_node_in_slurm_but_not_in_prometheus_shows_no_data(prom_lab: PromL
         assert snap.value_age(Part.GPUS, present, src.clock()) is not None
     finally:
         exporter.absent.discard(gone)
+        wait_scrapes(prom_lab)
         await src.close()
 
 
@@ -268,3 +270,4 @@ async def test_bad_series_through_a_real_server(prom_lab: PromLab, source: Prome
         exporter.duplicate_nodes.discard(dup)
         exporter.unlabelled_nodes.discard(unlabelled)
         exporter.nan_nodes.discard(nan)
+        wait_scrapes(prom_lab)  # the bad series go stale before the next test

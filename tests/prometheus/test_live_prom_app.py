@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from conftest import complete
 from promlab import PromLab
 
 from hpctui.config import parse_config
@@ -28,6 +29,7 @@ async def test_dashboard_with_prometheus_source(prom_lab: PromLab, tmp_path: Pat
     assert prom_lab.exporter is not None
     sim = prom_lab.exporter.sim
     async with app.run_test(size=(160, 50)) as pilot:
+        await complete(runtime.sources[0], prom_lab)  # a full scrape is in Prometheus
         await runtime.collect_once()
         app.refresh_from_store()
         await pilot.pause()
