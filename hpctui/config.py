@@ -19,6 +19,7 @@ from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
 
 APP_NAME = "hpctui"
+PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
 
 
 class ConfigError(Exception):
@@ -36,6 +37,9 @@ class ClusterConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sources: list[dict[str, Any]] = msgspec.field(default_factory=list)
     node_map: NodeMapSettings = msgspec.field(default_factory=NodeMapSettings)
     read_only: bool | None = None  # overrides the top-level setting for this cluster
+    # When two sources deliver one part for a node: part ("gpus", "ib", "mounts", "resources",
+    # "services") -> source names, highest first, e.g. {gpus = ["prometheus", "ssh"]}.
+    precedence: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
 class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -95,6 +99,10 @@ def parse_config(data: dict[str, Any], origin: str = "<config>") -> AppConfig:
     for cname, cluster in config.clusters.items():
         for i, _ in enumerate(cluster.sources):
             source_settings(config, cname, i, origin)  # validate eagerly
+        for part in cluster.precedence:
+            if part not in PRECEDENCE_PARTS:
+                raise ConfigError(f"{origin}: clusters.{cname}.precedence.{part}: not a per-node part "
+                                  f"(one of {', '.join(PRECEDENCE_PARTS)})")
     if config.default_cluster is not None and config.default_cluster not in config.clusters:
         raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
     return config

@@ -44,6 +44,7 @@ class Runtime:
         name_map: NodeNameMap | None = None,
         clock: Callable[[], float] = time.time,
         theme: str = "dark",
+        precedence: dict[str, list[str]] | None = None,
     ) -> None:
         self.cluster = cluster
         self.sources = list(sources)
@@ -51,7 +52,7 @@ class Runtime:
         self.read_only = read_only
         self.theme = theme
         self.clock = clock
-        self.store = Store(cluster, name_map=name_map, clock=clock)
+        self.store = Store(cluster, name_map=name_map, clock=clock, precedence=precedence)
         self.poller = Poller(self.sources, self.store)
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
@@ -127,6 +128,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         audit_path=Path(config.audit_log).expanduser() if config.audit_log else None,
         name_map=name_map,
         theme=theme or config.theme,
+        precedence=cc.precedence,
     )
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
     return runtime

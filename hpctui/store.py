@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import msgspec
@@ -104,8 +104,14 @@ class Store:
         name_map: NodeNameMap | None = None,
         history_length: int = 90,
         clock: Callable[[], float] = time.time,
+        precedence: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.cluster = cluster
+        # Part -> source names, highest first: who wins when two sources deliver one part for a node.
+        # Sources not listed rank below the listed ones, in the order they first delivered.
+        self.precedence = {k: tuple(v) for k, v in (precedence or {}).items()}
+        self._source_part_times: dict[str, dict[str, float]] = {}
+        self._node_times: dict[str, dict[str, float]] = {}
         self.name_map = name_map or NodeNameMap()
         self.clock = clock
         self.history = History(history_length)
@@ -174,9 +180,13 @@ class Store:
             self._events.extend(result.events)
         if result.controller is not None:
             self._controller = result.controller
+        if result.node_times is not None:
+            self._node_times[src] = dict(result.node_times)
+        times = self._source_part_times.setdefault(src, {})
         for part in result.parts():
             self._collected_at[part.value] = t
             self._part_sources.setdefault(part.value, set()).add(src)
+            times[part.value] = t
         for part_name in result.part_errors:  # a part that failed alone still names its source
             self._part_sources.setdefault(part_name, set()).add(src)
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
@@ -184,6 +194,7 @@ class Store:
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
             last_error=None, consecutive_errors=0, last_duration_s=duration_s, warnings=result.warnings,
             part_errors=dict(result.part_errors),
+            stale_after_s=result.stale_after_s if result.stale_after_s is not None else old.stale_after_s,
         )
         self._changed()
 
@@ -194,6 +205,7 @@ class Store:
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
             last_error=error, consecutive_errors=old.consecutive_errors + 1,
             last_duration_s=old.last_duration_s, warnings=old.warnings, part_errors=old.part_errors,
+            stale_after_s=old.stale_after_s,
         )
         self._changed(data=False)
 
@@ -216,6 +228,13 @@ class Store:
         k8s_nodes = _union(self._k8s_nodes)
         names = list(slurm_nodes)
         names.extend(n for n in k8s_nodes if n not in slurm_nodes)
+        origins: dict[str, dict[str, str]] = {}
+        gpus = self._ranked(Part.GPUS, self._gpus, origins)
+        ib = self._ranked(Part.IB, self._ib, origins)
+        mounts = self._ranked(Part.MOUNTS, self._mounts, origins)
+        resources = self._ranked(Part.RESOURCES, self._resources, origins)
+        if not names:  # no scheduler source (e.g. Prometheus alone): the metrics name the nodes
+            names = sorted(set(gpus) | set(resources) | set(ib) | set(mounts))
         probes = _union(self._probes)  # nodes only a node-probing source (SSH) knows are nodes too
         if probes:
             known = set(names)
@@ -227,11 +246,11 @@ class Store:
             cluster=self.cluster,
             time=max(self._collected_at.values(), default=self.clock()),
             nodes=nodes,
-            gpus=_union(self._gpus),
-            ib=_union(self._ib),
-            mounts=_union(self._mounts),
-            services=_union(self._services),
-            resources=_union(self._resources),
+            gpus=gpus,
+            ib=ib,
+            mounts=mounts,
+            services=self._ranked(Part.SERVICES, self._services, origins),
+            resources=resources,
             probes=probes,
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
@@ -241,8 +260,29 @@ class Store:
             collected_at=dict(self._collected_at),
             sources=dict(self._health),
             part_sources={k: tuple(sorted(v)) for k, v in self._part_sources.items()},
+            part_origins=origins,
+            source_part_times={k: dict(v) for k, v in self._source_part_times.items()},
+            node_times=dict(self._node_times),
         )
         return self._cached
+
+    def _ranked(self, part: Part, per_source: dict[str, dict[str, V]], origins: dict[str, dict[str, str]],
+                ) -> dict[str, V]:
+        """Union of the sources' views of one per-node part; on overlap the configured precedence
+        decides (highest last, so it wins). With two or more sources, who won each node goes in
+        ``origins`` for the node panel."""
+        if len(per_source) <= 1:
+            return _union(per_source)
+        rank = self.precedence.get(part.value, ())
+        order = sorted(per_source, key=lambda s: -rank.index(s) if s in rank else -len(rank) - 1)
+        merged: dict[str, V] = {}
+        who: dict[str, str] = {}
+        for src in order:
+            view = per_source[src]
+            merged.update(view)
+            who.update(dict.fromkeys(view, src))
+        origins[part.value] = who
+        return merged
 
     def _node(self, name: str, slurm: SlurmNodeInfo | None, k8s: K8sNodeInfo | None) -> Node:
         """The joined Node, reused while both halves are the same objects (most nodes, most polls)."""

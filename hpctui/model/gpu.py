@@ -142,6 +142,12 @@ class Gpu(msgspec.Struct, frozen=True, kw_only=True):
     nvlinks: tuple[NvLink, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False  # fell off the bus / not answering NVML
+    # dcgm-exporter extras (None/empty when the source cannot tell)
+    pcie_replay_count: int | None = None  # DCGM_FI_DEV_PCIE_REPLAY_COUNTER
+    nvlink_bandwidth_rate: float | None = None  # rate() of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, per second
+    nvlink_errors: dict[str, int] = msgspec.field(default_factory=dict)  # crc_flit/crc_data/replay/recovery totals
+    retired_pages: dict[str, int] = msgspec.field(default_factory=dict)  # sbe/dbe/pending (pre-Ampere)
+    profiling: dict[str, float] = msgspec.field(default_factory=dict)  # DCGM_FI_PROF_* short name -> 0..1
 
     @property
     def memory_pct(self) -> float | None:

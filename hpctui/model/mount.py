@@ -25,3 +25,5 @@ class Mount(msgspec.Struct, frozen=True, kw_only=True):
     state: MountState = MountState.UNKNOWN
     latency_ms: float | None = None
     detail: str | None = None
+    size_bytes: float | None = None  # node_filesystem_size_bytes
+    avail_bytes: float | None = None  # node_filesystem_avail_bytes

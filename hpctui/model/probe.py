@@ -26,7 +26,7 @@ class NvLink(msgspec.Struct, frozen=True, kw_only=True):
 class GpuProcess(msgspec.Struct, frozen=True, kw_only=True):
     """A compute process on a GPU, with who owns it (nvitop's per-GPU process list)."""
 
-    pid: int
+    pid: int | None = None  # None: attributed by labels (dcgm-exporter pod/namespace), no process id known
     gpu_uuid: str | None = None
     gpu_index: int | None = None
     used_memory_mib: float | None = None
@@ -34,6 +34,7 @@ class GpuProcess(msgspec.Struct, frozen=True, kw_only=True):
     command: str | None = None
     slurm_job_id: str | None = None  # from /proc/PID/cgroup ".../job_1234/..."
     pod: str | None = None  # "namespace/name" or a pod uid, from a container cgroup / dcgm labels
+    container: str | None = None  # container name, from dcgm-exporter's `container` label
 
 
 class ServiceStatus(enum.StrEnum):

@@ -62,6 +62,7 @@ class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
     last_duration_s: float | None = None
     warnings: tuple[str, ...] = ()  # non-fatal problems of the last success (a fallback used, records dropped)
     part_errors: dict[str, str] = msgspec.field(default_factory=dict)  # Part -> why this one part failed (403, ...)
+    stale_after_s: float | None = None  # the source's own staleness limit (Prometheus: scrape interval × 3)
 
     def age(self, now: float) -> float | None:
         return None if self.last_success is None else max(0.0, now - self.last_success)
@@ -94,6 +95,8 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
     # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
     # pods only): that part is left out (its data keeps its age) and its pane shows the error.
     part_errors: dict[str, str] = msgspec.field(default_factory=dict)
+    node_times: dict[str, float] | None = None  # node -> time of its newest sample (metrics sources)
+    stale_after_s: float | None = None  # data older than this is stale (Prometheus: scrape interval × 3)
 
     def parts(self) -> list[Part]:
         return [p for p in Part if getattr(self, p.value) is not None]
@@ -120,6 +123,33 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names
+    # Provenance when several sources deliver one part: Part -> node -> the source whose value is shown
+    # (by the configured precedence). Parts with one source are not listed: part_sources says it.
+    part_origins: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
+    source_part_times: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)  # source -> Part -> time
+    node_times: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)  # source -> node -> sample time
+
+    def origin(self, part: Part, node: str) -> str | None:
+        """The source whose ``part`` value for ``node`` is shown, or None when no source has one."""
+        origins = self.part_origins.get(part.value)
+        if origins is not None:
+            return origins.get(node)
+        names = self.part_sources.get(part.value, ())
+        view = getattr(self, part.value, None)
+        if len(names) != 1 or (isinstance(view, dict) and node not in view):
+            return None
+        return names[0]
+
+    def value_age(self, part: Part, node: str, now: float) -> tuple[str, float | None] | None:
+        """(source, age in s) of the shown ``part`` value of ``node``: the node's own sample time when
+        the source reports one, else when the source last delivered the part. None: no source has it."""
+        source = self.origin(part, node)
+        if source is None:
+            return None
+        t = self.node_times.get(source, {}).get(node)
+        if t is None:
+            t = self.source_part_times.get(source, {}).get(part.value)
+        return source, (None if t is None else max(0.0, now - t))
 
     def part_errors(self, part: Part) -> list[str]:
         """Last errors of the sources that deliver ``part`` (empty when all are healthy)."""

@@ -348,7 +348,7 @@ def merge_processes(apps: list[GpuProcess], procs: dict[int, ProcInfo],
                     index_by_uuid: dict[str, int]) -> list[GpuProcess]:
     out = []
     for app in apps:
-        info = procs.get(app.pid)
+        info = procs.get(app.pid) if app.pid is not None else None
         upd: dict[str, object] = {}
         if app.gpu_uuid and app.gpu_uuid in index_by_uuid:
             upd["gpu_index"] = index_by_uuid[app.gpu_uuid]

@@ -17,6 +17,7 @@ import msgspec
 from hpctui.sources.demo_settings import DemoSettings, build_demo_source
 from hpctui.sources.k8s.settings import K8sSettings, build_k8s_source
 from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
+from hpctui.sources.prometheus.settings import PrometheusSettings, build_prometheus_source
 from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
 from hpctui.sources.ssh.settings import SshSettings, build_ssh_source
 
@@ -59,6 +60,8 @@ SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm"),
     _entry("k8s", K8sSettings, build_k8s_source, "Kubernetes API: nodes, pods, Warning events; cordon/drain/MIG"),
     _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
+    _entry("prometheus", PrometheusSettings, build_prometheus_source,
+           "dcgm-exporter and node_exporter metrics from a Prometheus server"),
 ])
 
 # Kinds that are known to be coming: a config naming one gets "not implemented in this

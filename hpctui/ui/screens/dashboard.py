@@ -7,6 +7,8 @@ the selected node. Panes never talk to each other.
 
 from __future__ import annotations
 
+import inspect
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -56,6 +58,7 @@ class DashboardScreen(Screen[None]):
         self.actions_enabled = actions_enabled and not wall
         self.snapshot: ClusterSnapshot | None = None
         self.selected: str | None = None
+        self._history_node: str | None = None  # node whose range-query history was last asked for
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled, id="heatmap")
         self.gpu_panel = GpuPanel(id="gpu-panel")
@@ -138,6 +141,25 @@ class DashboardScreen(Screen[None]):
     def _show_node(self) -> None:
         if self.snapshot is not None:
             self.gpu_panel.show(self.snapshot, self.selected, self.runtime.thresholds, self.runtime.store.history.get)
+            if self.selected is not None and self.selected != self._history_node:
+                self._history_node = self.selected
+                self._load_history(self.selected)
+
+    def _load_history(self, node: str) -> None:
+        """Ask a metrics source (Prometheus) for the node's history: a range query, off the draw path."""
+        source = next((s for s in self.runtime.sources if inspect.iscoroutinefunction(getattr(s, "history", None))),
+                      None)
+        if source is not None:
+            self.run_worker(self._fetch_history(source, node), group="node-history", exclusive=True)
+
+    async def _fetch_history(self, source: object, node: str) -> None:
+        try:
+            hist = await source.history(node, "util")  # type: ignore[attr-defined]
+        except Exception as exc:  # a failed range query costs the chart, never the panel
+            self.gpu_panel.show_history(node, [], f"history: {type(exc).__name__}: {exc}"[:80])
+            return
+        window = hist.window_text if hist.points else f"{hist.window_text}: no data"
+        self.gpu_panel.show_history(node, [v for _, v in hist.points], window)
 
     # -- messages up ----------------------------------------------------------
     @on(NodeHeatmap.Highlighted)

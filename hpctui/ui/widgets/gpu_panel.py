@@ -18,6 +18,7 @@ from hpctui.health import Thresholds, node_findings
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
+from hpctui.ui.widgets.provenance import resource_lines, source_lines
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
@@ -164,6 +165,8 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
     if name is None:
         return Content("No node selected.")
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
+    lines.extend(source_lines(snapshot, name, snapshot.time))
+    lines.extend(resource_lines(snapshot.resources.get(name)))
     findings = node_findings(snapshot, name, t)
     if findings:
         lines.append(Content.assemble(("Findings", "bold underline")))
@@ -199,6 +202,7 @@ class GpuPanel(VerticalScroll):
         super().__init__(id=id)
         self.node: str | None = None
         self.border_title = "Node / GPUs"
+        self.remote: tuple[str, list[float], str] | None = None  # (node, util series, window) of a range query
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for data…", id="gpu-body", markup=False)
@@ -215,6 +219,17 @@ class GpuPanel(VerticalScroll):
         self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
         util = node_series(history, node, "util") if history and node else []
         temp = node_series(history, node, "temp") if history and node else []
+        if self.remote is not None and self.remote[0] == node:  # a metrics source's own history wins
+            util = self.remote[1]
+        self.border_subtitle = self.remote[2] if self.remote is not None and self.remote[0] == node else ""
         self.query_one("#spark-util", Sparkline).data = util
         self.query_one("#spark-temp", Sparkline).data = temp
         self.query_one("#gpu-history").display = len(util) > 1 or len(temp) > 1
+
+    def show_history(self, node: str, util: list[float], window: str) -> None:
+        """A range-query answer for ``node`` (from a metrics source), with the window it covers."""
+        self.remote = (node, util, window)
+        if node == self.node:
+            self.query_one("#spark-util", Sparkline).data = util
+            self.border_subtitle = window
+            self.query_one("#gpu-history").display = len(util) > 1

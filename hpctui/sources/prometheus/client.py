@@ -1,0 +1,180 @@
+"""A small async client for Prometheus' HTTP API (``/api/v1/query``, ``/api/v1/query_range``).
+
+aiohttp, one session per source. Credentials are read once from a file or the environment
+and only ever travel in a request header: no error message, repr or log line carries them.
+Every failure becomes :class:`PromError` with one line a person can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import os
+import ssl
+from pathlib import Path
+
+import aiohttp
+import msgspec
+
+from hpctui.sanitize import clean_text
+from hpctui.sources.base import SourceError
+from hpctui.sources.prometheus.settings import PrometheusSettings
+
+
+class PromError(SourceError):
+    """A query failed: unreachable, timed out, HTTP 4xx/5xx or an API error."""
+
+
+class Sample(msgspec.Struct):
+    metric: dict[str, str]
+    value: tuple[float, str] | None = None  # vector
+    values: list[tuple[float, str]] | None = None  # matrix
+
+
+class _Data(msgspec.Struct):
+    resultType: str  # the API's spelling
+    result: list[Sample] = msgspec.field(default_factory=list)
+
+
+class _Answer(msgspec.Struct):
+    status: str
+    data: _Data | None = None
+    errorType: str | None = None
+    error: str | None = None
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+_DECODER = msgspec.json.Decoder(_Answer)
+
+
+class QueryResult(msgspec.Struct):
+    samples: list[Sample]
+    warnings: list[str]
+
+
+def number(text: str) -> float | None:
+    """A sample value: NaN and ±Inf are "not available", never a number."""
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def decode_answer(body: bytes, status: int = 200) -> QueryResult:
+    """The API's JSON envelope → samples + warnings, or PromError naming the problem."""
+    try:
+        answer = _DECODER.decode(body)
+    except msgspec.DecodeError:
+        if status >= 400:
+            raise PromError(f"HTTP {status}: {_first_line(body)}") from None
+        raise PromError(f"HTTP {status}: not a Prometheus API answer ({_first_line(body)})") from None
+    if answer.status != "success" or status >= 400:
+        kind = f"{answer.errorType}: " if answer.errorType else ""
+        raise PromError(clean_text(f"HTTP {status}: {kind}{answer.error or answer.status}"[:300]))
+    warnings = [clean_text(w[:200]) for w in answer.warnings]
+    if answer.data is None:
+        return QueryResult(samples=[], warnings=warnings)
+    return QueryResult(samples=answer.data.result, warnings=warnings)
+
+
+def _first_line(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip().splitlines()
+    return clean_text(text[0][:120] if text else "empty answer") or "empty answer"
+
+
+def _read_secret(path: str | None, env: str | None, what: str) -> str | None:
+    if path:
+        try:
+            return Path(path).expanduser().read_text().strip()
+        except OSError as exc:
+            raise PromError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    if env:
+        value = os.environ.get(env)
+        if value is None:
+            raise PromError(f"{what}: environment variable {env} is not set")
+        return value.strip()
+    return None
+
+
+class PromClient:
+    def __init__(self, settings: PrometheusSettings) -> None:
+        self.settings = settings
+        self.base = settings.url.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self._headers: dict[str, str] = {}
+        self._ssl: ssl.SSLContext | bool = True
+        self._prepared = False
+
+    def __repr__(self) -> str:  # never show headers (a token) in a traceback
+        return f"PromClient({self.base!r})"
+
+    def _prepare(self) -> None:
+        s = self.settings
+        token = _read_secret(s.bearer_token_file, s.bearer_token_env, "bearer token")
+        if token:
+            self._headers = {"Authorization": f"Bearer {token}"}
+        if s.basic_user:
+            password = _read_secret(s.basic_password_file, s.basic_password_env, "basic-auth password") or ""
+            pair = base64.b64encode(f"{s.basic_user}:{password}".encode()).decode("ascii")
+            self._headers = {"Authorization": f"Basic {pair}"}
+        if self.base.startswith("https://"):
+            if not s.verify_tls:
+                self._ssl = False
+            elif s.ca_file:
+                try:
+                    self._ssl = ssl.create_default_context(cafile=str(Path(s.ca_file).expanduser()))
+                except (OSError, ssl.SSLError) as exc:
+                    raise PromError(f"cannot load CA file {s.ca_file}: {exc}") from None
+        self._prepared = True
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if not self._prepared:
+            self._prepare()
+        if self._session is None or self._session.closed:
+            timeout = aiohttp.ClientTimeout(total=self.settings.timeout_s)
+            connector = aiohttp.TCPConnector(limit=max(4, self.settings.max_parallel_queries), ssl=self._ssl)
+            self._session = aiohttp.ClientSession(timeout=timeout, connector=connector)
+        return self._session
+
+    async def _post(self, path: str, form: dict[str, str]) -> bytes:
+        """POST form-encoded (long PromQL fits; GET URLs have limits); returns the raw body."""
+        session = self._get_session()
+        url = f"{self.base}{path}"
+        try:
+            async with session.post(url, data=form, headers=self._headers) as resp:
+                body = await resp.read()
+                if resp.status in (401, 403):
+                    self._prepared = False  # read the token file again next time (it may have rotated)
+                    raise PromError(f"HTTP {resp.status} {resp.reason}: check the bearer token / basic auth")
+                if resp.status >= 400 and not body.lstrip().startswith(b"{"):
+                    raise PromError(f"HTTP {resp.status} {resp.reason}: {_first_line(body)}")
+                if resp.status >= 400:
+                    decode_answer(body, resp.status)  # raises with the API's own error text
+                return body
+        except TimeoutError:
+            raise PromError(f"no answer from {self.base} within {self.settings.timeout_s:g} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise PromError(f"cannot reach {self.base}: {exc.os_error.strerror or exc}") from None
+        except aiohttp.ClientError as exc:
+            raise PromError(f"{self.base}: {type(exc).__name__}: {exc}") from None
+
+    async def query_raw(self, expr: str, at: float | None = None) -> bytes:
+        form = {"query": expr}
+        if at is not None:
+            form["time"] = f"{at:.3f}"
+        return await self._post("/api/v1/query", form)
+
+    async def query(self, expr: str, at: float | None = None) -> QueryResult:
+        return decode_answer(await self.query_raw(expr, at))
+
+    async def query_range(self, expr: str, start: float, end: float, step: float) -> QueryResult:
+        body = await self._post("/api/v1/query_range", {
+            "query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"})
+        return await asyncio.to_thread(decode_answer, body)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

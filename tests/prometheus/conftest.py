@@ -1,0 +1,67 @@
+"""The live Prometheus test bed (tests/testbed/prometheus): Debian's prometheus on loopback
+scraping the simulator exporter, one per session. With CI=true a missing prometheus fails,
+elsewhere the live tests skip with the reason."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "prometheus"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from promlab import PromLab, prometheus_installed
+
+IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
+LAB_NODES = 32  # GPU nodes (+ 8 CPU nodes): two MIG nodes, Kubernetes pods on gpu0008/gpu0024
+
+
+@pytest.fixture(scope="session")
+def prom_lab() -> Iterator[PromLab]:
+    why_not = prometheus_installed()
+    if why_not:
+        if IN_CI:
+            pytest.fail(f"CI=true but the Prometheus test bed cannot run: {why_not}", pytrace=False)
+        pytest.skip(why_not)
+    lab = PromLab(nodes=LAB_NODES, scrape_interval_s=1.0)
+    atexit.register(lab.stop)
+    try:
+        lab.start()
+        lab.wait_scraped(3)
+        print(f"\n[prometheus bed] up in {lab.start_s:.2f}s at {lab.url}", file=sys.stderr)
+        yield lab
+    finally:
+        lab.stop()
+
+
+async def complete(source: object, lab: PromLab, tries: int = 10) -> object:
+    """A collection holding every GPU node the exporter serves: on a loaded machine a scrape can
+    time out, and Prometheus then marks the exporter's series stale until the next one."""
+    assert lab.exporter is not None
+    wanted = {s.name for s in lab.exporter.sim.topo.gpu_nodes} - lab.exporter.absent
+    result = None
+    for _ in range(tries):
+        result = await source.collect()  # type: ignore[attr-defined]
+        if wanted <= set(result.gpus or ()) and not any("dropped" in w for w in result.warnings):
+            return result
+        wait_scrapes(lab, 1)
+    return result
+
+
+def wait_scrapes(lab: PromLab, count: int = 2, timeout_s: float = 30.0) -> None:
+    """Until the exporter has been scraped ``count`` more times (what it serves now is in Prometheus)."""
+    assert lab.exporter is not None
+    lab.exporter.touch()
+    target = lab.exporter.scrapes + count
+    deadline = time.monotonic() + timeout_s
+    while lab.exporter.scrapes < target:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"exporter not scraped {count} times in {timeout_s:g} s")
+        time.sleep(0.1)
+    time.sleep(0.2)  # the scrape's samples are appended right after the answer
