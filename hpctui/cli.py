@@ -136,6 +136,21 @@ def run_act(argv: Sequence[str]) -> int:
     return asyncio.run(go())
 
 
+def run_report(argv: Sequence[str]) -> int:
+    """``hpctui report``: an incident report (md, json, html) for nodes/jobs over a time window."""
+    from hpctui.report_cmd import add_report_arguments, make_report
+
+    parser = OneLineParser(prog="hpctui report", description="Write an incident report (report.md/.json/.html).")
+    add_report_arguments(parser)
+    _add_source_options(parser)
+    args = parser.parse_args(list(argv))
+    try:
+        return make_report(args, lambda: _runtime(args, read_only=True))
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+
 def run_app(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     read_only = bool(args.read_only or args.wall) or None
@@ -170,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_snapshot(args[1:])
         if args and args[0] == "act":
             return run_act(args[1:])
+        if args and args[0] == "report":
+            return run_report(args[1:])
         return run_app(args)
     except KeyboardInterrupt:
         return 130

@@ -38,6 +38,7 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.help", "question_mark", "help", "Help", "global", key_display="?"),
     KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
     KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
+    KeySpec("app.report", "E", "export_report", "Incident report", "global", show=False),
 )
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.metric", "m", "cycle_metric", "Metric", "heatmap"),
