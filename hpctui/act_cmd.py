@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, ActionResult
+from hpctui.actions.base import JOB_ACTIONS, NAME_ACTIONS, ActionKind, ActionPlan, ActionResult
 from hpctui.model.hostlist import collect
 from hpctui.sanitize import clean_text
 
@@ -36,7 +36,7 @@ def split_targets(kind: ActionKind, expr: str) -> list[str]:
             depth += 1
         elif ch == "]":
             depth = max(0, depth - 1)
-        if depth == 0 and (ch.isspace() or (ch == "," and kind in JOB_ACTIONS)):
+        if depth == 0 and (ch.isspace() or (ch == "," and kind in JOB_ACTIONS | NAME_ACTIONS)):
             if cur:
                 out.append(cur)
             cur = ""
@@ -58,7 +58,7 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
 
 
 def _targets_text(plan: ActionPlan) -> str:
-    if plan.kind in JOB_ACTIONS:
+    if plan.kind in JOB_ACTIONS | NAME_ACTIONS:
         return ",".join(plan.targets)
     try:
         return collect(list(plan.targets))
