@@ -137,14 +137,14 @@ async def test_demo_reservation_lifecycle_and_partition_state(tmp_path: Path) ->
     assert (await ex.execute(plan, confirmation="reserve_maint-2")).ok
     await rt.collect_once()
     snap = rt.store.snapshot()
-    assert all("MAINT" in snap.nodes[n].slurm.flags for n in ("gpu0007", "gpu0008"))  # type: ignore[union-attr]
-    assert "+MAINT" in snap.nodes["gpu0007"].slurm.display_state  # type: ignore[union-attr]
+    assert all("MAINTENANCE" in snap.nodes[n].slurm.flags for n in ("gpu0007", "gpu0008"))  # type: ignore[union-attr]
+    assert "+MAINTENANCE" in snap.nodes["gpu0007"].slurm.display_state  # type: ignore[union-attr]
     again = await ex.execute(plan, confirmation="reserve_maint-2")
     assert not again.ok and "Duplicate reservation name" in again.results[0].message
     delete = ex.plan(ActionKind.DELETE_RESERVATION, ["fw"], {}, snap)
     assert (await ex.execute(delete, confirmation=True)).ok
     await rt.collect_once()
-    assert "MAINT" not in rt.store.snapshot().nodes["gpu0007"].slurm.flags  # type: ignore[union-attr]
+    assert "MAINTENANCE" not in rt.store.snapshot().nodes["gpu0007"].slurm.flags  # type: ignore[union-attr]
     part = ex.plan(ActionKind.PARTITION_STATE, ["h100"], {"state": "drain"}, rt.store.snapshot())
     assert part.runnable and part.commands == ("scontrol update PartitionName=h100 State=DRAIN",)
     assert (await ex.execute(part, confirmation=True)).ok
