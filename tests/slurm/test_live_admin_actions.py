@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from slurm_helpers import act, nodes, poll, run, source
 from slurmlab import SlurmLab
@@ -55,3 +60,32 @@ def test_partition_state(lab: SlurmLab, state: str) -> None:
             lab.run("scontrol", "update", "PartitionName=cpu", "State=UP", check=False)
 
     run(go())
+
+
+def test_hpctui_act_command_against_the_bed(lab: SlurmLab, tmp_path: Path) -> None:
+    """The installed command, configured for the bed: dry run, then a real partition change, audited."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f"[clusters.lab]\n[[clusters.lab.sources]]\nkind = 'slurm'\nbackend = 'cli'\n"
+                   f"slurm_conf = '{lab.slurm_conf}'\n")
+    env = {**os.environ, **lab.env, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
+
+    def hpctui(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "hpctui", "act", *args, "--config", str(cfg)],
+                              capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+
+    try:
+        dry = hpctui("partition_state", "--targets", "cpu", "--param", "state=DOWN", "--dry-run")
+        assert dry.returncode == 0, dry
+        assert "scontrol update PartitionName=cpu State=DOWN" in dry.stdout
+        assert "State=UP" in _show(lab, "partition", "cpu")
+        refused = hpctui("partition_state", "--targets", "cpu", "--param", "state=DOWN")
+        assert refused.returncode == 2 and "pass --yes" in refused.stderr
+        done = hpctui("partition_state", "--targets", "cpu", "--param", "state=DOWN", "--yes", "--json")
+        assert done.returncode == 0, done
+        assert "State=DOWN" in _show(lab, "partition", "cpu")
+        ro = hpctui("partition_state", "--targets", "cpu", "--param", "state=UP", "--yes", "--read-only")
+        assert ro.returncode == 2 and "State=DOWN" in _show(lab, "partition", "cpu")
+        audit = (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()
+        assert len(audit) == 3
+    finally:
+        lab.run("scontrol", "update", "PartitionName=cpu", "State=UP", check=False)

@@ -41,3 +41,21 @@ async def test_report_key_works_in_read_only_mode(make_runtime: Callable[..., Ru
         await pilot.pause()
     [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
     assert (out / "report.html").exists()
+
+
+async def test_read_only_app_refuses_every_action_kind(make_runtime: Callable[..., Runtime]) -> None:
+    """The app's entry point (ActionRequested, as keys, marks and the palette send it) in read-only mode:
+    no dialog opens and nothing reaches the audit trail, for every action kind."""
+    from hpctui.actions.base import ActionKind
+    from hpctui.ui.messages import ActionRequested
+
+    rt = make_runtime(size=8, seed=1, read_only=True)
+    app = HpcApp(rt, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        for kind in ActionKind:
+            app.post_message(ActionRequested(kind, ("gpu0003",), {"reason": "r", "state": "DOWN", "duration": "60"}))
+            await pilot.pause()
+            assert type(app.screen).__name__ != "ActionDialog", kind
+    assert rt.executor.available() == frozenset()
+    assert rt.executor.audit is not None and rt.executor.audit.read() == []
