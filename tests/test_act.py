@@ -192,3 +192,25 @@ def test_cli_read_only_from_config(tmp_path: Path) -> None:
     cfg.write_text("read_only = true\n[clusters.d]\n[[clusters.d.sources]]\nkind = 'demo'\n")
     proc = hpctui(tmp_path, "drain", "--targets", "gpu0001", "--reason", "x", "--config", str(cfg), "--yes")
     assert proc.returncode == 2 and "read-only mode" in proc.stdout, proc
+
+
+def test_cli_asks_on_a_terminal(tmp_path: Path) -> None:
+    """stdin a real pty: the command asks for the typed word, and runs on the right answer only."""
+    import pty
+
+    def on_tty(answer: bytes) -> subprocess.CompletedProcess[str]:
+        master, slave = pty.openpty()
+        try:
+            os.write(master, answer)
+            env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state")}
+            return subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu[0003-0004]",
+                                   "--reason", "x", "--demo", "--demo-size", "8"], stdin=slave, capture_output=True,
+                                  text=True, timeout=120, env=env)
+        finally:
+            os.close(master)
+            os.close(slave)
+
+    wrong = on_tty(b"y\n")
+    assert wrong.returncode == 2 and "Type drain-2" in wrong.stdout and "refused: not confirmed" in wrong.stdout
+    right = on_tty(b"drain-2\n")
+    assert right.returncode == 0 and "2/2 target(s) ok" in right.stdout, right
