@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,3 +90,32 @@ def test_hpctui_act_command_against_the_bed(lab: SlurmLab, tmp_path: Path) -> No
         assert len(audit) == 3
     finally:
         lab.run("scontrol", "update", "PartitionName=cpu", "State=UP", check=False)
+
+
+def test_hpctui_report_against_the_bed(lab: SlurmLab, tmp_path: Path) -> None:
+    """A report from a real Slurm read: the drain reason, its author and the running job are the
+    controller's; a token planted in the config (and pasted into the reason) never reaches the files."""
+    token = "lab-planted-jwt-Zx81"
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f"[clusters.lab]\n[[clusters.lab.sources]]\nkind = 'slurm'\nbackend = 'cli'\n"
+                   f"slurm_conf = '{lab.slurm_conf}'\njwt = '{token}'\n")
+    env = {**os.environ, **lab.env, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path)}
+    jid = lab.sbatch("-p", "gpu", "-w", "gpu02", "--gres=gpu:1", "-J", "victim")
+    lab.wait_state(jid, "RUNNING")
+    lab.run("scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason=xid 79 <b>{token}</b>")
+    out = tmp_path / "rep"
+    proc = subprocess.run([sys.executable, "-m", "hpctui", "report", "--nodes", "gpu02", "--since", "1h", "-o",
+                           str(out), "--config", str(cfg)], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc
+    doc = json.loads((out / "report.json").read_text())
+    shown = lab.run("scontrol", "show", "node", "gpu02").stdout
+    [node] = doc["nodes"]
+    assert node["name"] == "gpu02" and node["reason"] == "xid 79 <b>[redacted]</b>"
+    assert node["slurm_state"].startswith("DRAINING") and "DRAIN" in shown
+    assert node["reason_user"] and f"[{node['reason_user']}@" in shown  # scontrol: Reason=… [root@time]
+    assert [j["id"] for j in doc["jobs"]] == [str(jid)] and doc["jobs"][0]["name"] == "victim"
+    assert any(e["source"] == "slurm" and "xid 79" in e["message"] for e in doc["timeline"])
+    for name in ("report.json", "report.md", "report.html"):
+        text = (out / name).read_text()
+        assert token not in text
+    assert "&lt;b&gt;[redacted]&lt;/b&gt;" in (out / "report.html").read_text()
