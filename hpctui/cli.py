@@ -135,6 +135,54 @@ def run_snapshot(argv: Sequence[str]) -> int:
     return 0 if all(h.ok for h in snapshot.sources.values()) else 1
 
 
+def run_act(argv: Sequence[str]) -> int:
+    """``hpctui act``: one action through the executor; 0 ok, 1 some failed, 2 usage/refused."""
+    from hpctui.act_cmd import add_act_arguments, parse_params, split_targets
+    from hpctui.act_cmd import run_act as act
+    from hpctui.actions.base import ActionKind
+
+    parser = OneLineParser(prog="hpctui act", description="Run one action (preview, confirm, audit) and exit.")
+    add_act_arguments(parser)
+    _add_source_options(parser)
+    args = parser.parse_args(list(argv))
+    kind = ActionKind(args.action)
+    try:
+        params = parse_params(args.param)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.reason is not None:
+        params["reason"] = args.reason
+    try:
+        runtime = _runtime(args, read_only=True if args.read_only else None)
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+    async def go() -> int:
+        try:
+            return await act(runtime, kind, split_targets(kind, args.targets), params, dry_run=args.dry_run,
+                             yes=args.yes, as_json=args.json, interactive=sys.stdin.isatty())
+        finally:
+            await runtime.stop()
+
+    return asyncio.run(go())
+
+
+def run_report(argv: Sequence[str]) -> int:
+    """``hpctui report``: an incident report (md, json, html) for nodes/jobs over a time window."""
+    from hpctui.report_cmd import add_report_arguments, make_report
+
+    parser = OneLineParser(prog="hpctui report", description="Write an incident report (report.md/.json/.html).")
+    add_report_arguments(parser)
+    _add_source_options(parser)
+    args = parser.parse_args(list(argv))
+    try:
+        return make_report(args, lambda: _runtime(args, read_only=True))
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+
 def run_app(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     read_only = bool(args.read_only or args.wall) or None
@@ -167,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args and args[0] == "snapshot":
             return run_snapshot(args[1:])
+        if args and args[0] == "act":
+            return run_act(args[1:])
+        if args and args[0] == "report":
+            return run_report(args[1:])
         return run_app(args)
     except KeyboardInterrupt:
         return 130

@@ -58,6 +58,7 @@ class Runtime:
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
+        self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
@@ -131,6 +132,9 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         precedence=cc.precedence,
     )
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
+    from hpctui.report import secrets_of
+
+    runtime.secrets = secrets_of(config)
     return runtime
 
 

@@ -27,13 +27,18 @@ class ActionKind(enum.StrEnum):
     K8S_DRAIN_NODES = "k8s_drain"
     MIG_RECONFIGURE = "mig_reconfigure"
     DELETE_PODS = "delete_pod"  # targets are "namespace/name"
+    RESERVE_MAINT = "reserve_maint"  # Slurm maintenance reservation on nodes (flags=maint,ignore_jobs)
+    DELETE_RESERVATION = "delete_reservation"  # targets: reservation names
+    PARTITION_STATE = "partition_state"  # targets: partition names; param state=UP|DOWN|DRAIN|INACTIVE
 
 
 NODE_ACTIONS = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES,
     ActionKind.CANCEL_REBOOT, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
-    ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE,
+    ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE, ActionKind.RESERVE_MAINT,
 })
+# Actions whose targets are names of other things (partitions, reservations): comma lists, not hostlists.
+NAME_ACTIONS = frozenset({ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE})
 JOB_ACTIONS = frozenset({
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS,
     ActionKind.RELEASE_JOBS, ActionKind.CANCEL_JOBS,
@@ -42,12 +47,13 @@ JOB_ACTIONS = frozenset({
 DESTRUCTIVE = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES, ActionKind.REQUEUE_JOBS,
     ActionKind.REQUEUE_HOLD_JOBS, ActionKind.CANCEL_JOBS, ActionKind.K8S_DRAIN_NODES,
-    ActionKind.MIG_RECONFIGURE, ActionKind.DELETE_PODS,
+    ActionKind.MIG_RECONFIGURE, ActionKind.DELETE_PODS, ActionKind.RESERVE_MAINT, ActionKind.PARTITION_STATE,
 })
 # Parameters an action cannot run without.
 REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.DRAIN_NODES: ("reason",),
     ActionKind.REBOOT_NODES: ("reason",),
+    ActionKind.PARTITION_STATE: ("state",),
 }
 BULK_THRESHOLD = 2  # this many targets or more: the user types the confirmation word
 

@@ -128,7 +128,7 @@ class SimCluster:
 
     def schedulable(self, name: str) -> bool:
         spec, adm = self.topo.by_name[name], self.admin[name]
-        return not (adm.down or adm.flags & {"DRAIN", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
+        return not (adm.down or adm.flags & {"DRAIN", "REBOOT_REQUESTED", "REBOOT_ISSUED", "MAINTENANCE"}
                     or spec.k8s_reserved or spec.mig)
 
     def _reboots(self, t: float) -> None:

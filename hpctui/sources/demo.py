@@ -15,17 +15,20 @@ from typing import TypeVar
 
 from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.model.common import Severity
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.sim import SimCluster
 from hpctui.sim.accounting import demo_accounting
 from hpctui.sim.workload import SimJob
 from hpctui.sources.slurm.accounting import AccountingInfo
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, admin_argvs, admin_params, check
 
 NOTE = "demo cluster: nothing real is touched"
 SUPPORTED = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES, ActionKind.CANCEL_REBOOT,
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS,
     ActionKind.CANCEL_JOBS, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
+    ActionKind.RESERVE_MAINT, ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE,
 })
 _JOB_VERB = {ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
              ActionKind.HOLD_JOBS: "hold", ActionKind.RELEASE_JOBS: "release"}
@@ -55,6 +58,8 @@ class DemoSource:
         self.user = user  # recorded as reason_user on drains from this UI
         self.sim = SimCluster(size=size, seed=seed, start_time=clock() if start_time is None else start_time)
         self._lock = threading.Lock()  # ticks may run in a worker thread; actions share the sim
+        self.reservations: dict[str, tuple[str, ...]] = {}  # maintenance reservation -> nodes
+        self.partition_state: dict[str, str] = {}  # partition -> UP/DOWN/DRAIN/INACTIVE set by an action
 
     # -- Source --------------------------------------------------------------------
     async def collect(self) -> SourceResult:
@@ -97,6 +102,8 @@ class DemoSource:
         if kind not in SUPPORTED:
             return ActionPlan(kind=kind, source=self.name, targets=targets, params=params, notes=(NOTE,),
                               errors=(f"the demo cluster cannot {kind.value}",))
+        if kind in SLURM_ADMIN_KINDS:
+            return self._plan_admin(kind, targets, params, snapshot)
         with self._lock:
             if kind in JOB_ACTIONS:
                 return self._plan_jobs(kind, targets, params)
@@ -148,6 +155,52 @@ class DemoSource:
                           affected=tuple(dict.fromkeys(affected)), warnings=tuple(warnings), errors=tuple(errors),
                           rejected_targets=tuple(rejected), notes=(NOTE,))
 
+    def _plan_admin(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
+                    snapshot: ClusterSnapshot) -> ActionPlan:
+        """Same validation and commands as the real Slurm source (hpctui.sources.slurm.actions)."""
+        params = admin_params(kind, targets, params)
+        checked = check(kind, targets, params, snapshot)
+        clean = tuple(checked.targets)
+        commands = tuple(shlex.join(a) for a in admin_argvs(kind, clean, params)) if clean else ()
+        return ActionPlan(kind=kind, source=self.name, targets=clean, params=params, commands=commands,
+                          affected=tuple(checked.affected), warnings=tuple(checked.warnings),
+                          errors=tuple(checked.errors), rejected_targets=tuple(checked.rejected), notes=(NOTE,))
+
+    def _execute_admin(self, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:
+        sim, kind, params = self.sim, plan.kind, plan.params
+        if kind is ActionKind.RESERVE_MAINT:
+            name = params["name"]
+            if name in self.reservations:
+                return tuple(TargetResult(target=n, ok=False, message="Error creating the reservation: "
+                                          "Duplicate reservation name") for n in plan.targets)
+            self.reservations[name] = plan.targets
+            active = params.get("start", "now") == "now"
+            for n in plan.targets:
+                if active:
+                    sim.admin[n].flags.add("MAINTENANCE")
+                    sim.mark(n)
+            sim._event(t, "slurm", f"reservation/{name}", Severity.INFO,
+                       f"maintenance reservation {name} created on {collect(list(plan.targets))}")
+            return tuple(TargetResult(target=n, ok=True, message=f"Reservation created: {name}")
+                         for n in plan.targets)
+        results = []
+        for target in plan.targets:
+            if kind is ActionKind.DELETE_RESERVATION:
+                nodes = self.reservations.pop(target, None)
+                if nodes is None:
+                    results.append(TargetResult(target=target, ok=False, message="Error deleting the reservation: "
+                                                "Requested reservation is invalid"))
+                    continue
+                for n in nodes:
+                    sim.admin[n].flags.discard("MAINTENANCE")
+                    sim.mark(n)
+                sim._event(t, "slurm", f"reservation/{target}", Severity.INFO, f"reservation {target} deleted")
+            else:
+                self.partition_state[target] = params["state"]
+                sim._event(t, "slurm", f"partition/{target}", Severity.INFO, f"partition {target} set {params['state']}")
+            results.append(TargetResult(target=target, ok=True, message="ok"))
+        return tuple(results)
+
     def _plan_jobs(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> ActionPlan:
         found: list[str] = []
         rejected: list[str] = []
@@ -179,6 +232,8 @@ class DemoSource:
     def _execute(self, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:
         results = []
         with self._lock:
+            if plan.kind in SLURM_ADMIN_KINDS:
+                return self._execute_admin(plan, t)
             for target in plan.targets:
                 error = self._apply(plan, target, t)
                 results.append(TargetResult(target=target, ok=error is None, message=error or "ok"))

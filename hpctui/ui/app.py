@@ -202,6 +202,21 @@ class HpcApp(App[None]):
                 return
         await super().on_event(event)
 
+    def action_export_report(self) -> None:
+        """Incident report (md/json/html + an SVG of the screen) for the marked nodes or the cursor node."""
+        from hpctui.ui.report_export import export_report
+
+        nodes = self.dashboard.heatmap.targets()
+        if not nodes:
+            self.notify("no node selected for the report", severity="warning")
+            return
+        try:
+            out = export_report(self.runtime, nodes, self.save_screenshot)
+        except (OSError, ValueError) as exc:
+            self.notify(f"report failed: {exc}", severity="error")
+            return
+        self.notify(f"report written to {out}", title="Incident report", timeout=8)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "read_only_notice":
             return self.read_only

@@ -38,6 +38,7 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.help", "question_mark", "help", "Help", "global", key_display="?"),
     KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
     KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
+    KeySpec("app.report", "E", "export_report", "Incident report", "global", show=False),
 )
 # Triage: views of the middle-left slot and the problem walk; app-wide, so they work from
 # every pane (a focused filter input keeps its own letters).

@@ -22,7 +22,9 @@ SLURM_JOB_KINDS = frozenset({
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS,
     ActionKind.RELEASE_JOBS, ActionKind.CANCEL_JOBS,
 })
-SLURM_KINDS = SLURM_NODE_KINDS | SLURM_JOB_KINDS
+# Admin work (maintenance reservations, partition state): one scontrol call, validated here.
+SLURM_ADMIN_KINDS = frozenset({ActionKind.RESERVE_MAINT, ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE})
+SLURM_KINDS = SLURM_NODE_KINDS | SLURM_JOB_KINDS | SLURM_ADMIN_KINDS
 assert SLURM_NODE_KINDS <= NODE_ACTIONS and SLURM_JOB_KINDS <= JOB_ACTIONS
 
 JOB_ID = re.compile(r"^[0-9]{1,10}(_[0-9]{1,10})?$")  # 1234 or array task 1234_5
@@ -152,6 +154,8 @@ def check(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str], sn
         out.errors.append(f"{kind.value} needs a reason")
     if kind in SLURM_NODE_KINDS:
         _check_nodes(kind, targets, snapshot, out)
+    elif kind in SLURM_ADMIN_KINDS:
+        _check_admin(kind, targets, params, snapshot, out)
     elif kind in SLURM_JOB_KINDS:
         _check_jobs(kind, targets, params, snapshot, out)
     else:
@@ -234,3 +238,120 @@ def _check_jobs(kind: ActionKind, targets: tuple[str, ...], params: dict[str, st
                 out.warnings.append(f"job {token} is not a batch job: Slurm only requeues batch jobs")
             if job.requeueable is False:
                 out.warnings.append(f"job {token} is not requeueable (--no-requeue)")
+
+
+# -- maintenance reservations and partition state ---------------------------------------------
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+USERS = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+# scontrol time forms: now, now+N[minutes|hours|days], YYYY-MM-DD[THH:MM[:SS]]
+START = re.compile(r"^(now(\+[0-9]{1,6}(minutes|hours|days)?)?|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)?)$")
+END = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")
+# minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED
+DURATION = re.compile(r"^([0-9]{1,7}|[0-9]{1,4}:[0-9]{2}(:[0-9]{2})?|[0-9]{1,4}-[0-9]{1,2}(:[0-9]{2}){0,2}|UNLIMITED)$")
+PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
+PARTITION_STATE_MEANING = {
+    "UP": "jobs may be queued and started",
+    "DOWN": "jobs may be queued but none start; running jobs continue",
+    "DRAIN": "no new jobs are queued; queued jobs may still start; running jobs continue",
+    "INACTIVE": "no new jobs are queued and queued jobs do not start; running jobs continue",
+}
+
+
+def admin_params(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> dict[str, str]:
+    """``params`` with the defaults the preview shows and the executor then runs (name, start, users)."""
+    out = {k: v.strip() for k, v in params.items()}
+    if kind is ActionKind.RESERVE_MAINT:
+        out.setdefault("start", "now")
+        out.setdefault("users", "root")
+        if not out.get("name"):
+            first = next((t for t in targets if NAME.match(t.replace("[", "").replace("]", ""))), "nodes")
+            out["name"] = "maint_" + re.sub(r"[^A-Za-z0-9_.-]", "", first)[:40]
+    if kind is ActionKind.PARTITION_STATE and "state" in out:
+        out["state"] = out["state"].upper()
+    return out
+
+
+def admin_argvs(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[list[str]]:
+    """The exact scontrol calls: one per reservation/partition; one for a reservation's node set."""
+    from hpctui.model.hostlist import collect
+
+    if kind is ActionKind.RESERVE_MAINT:
+        when = [f"StartTime={params.get('start', 'now')}"]
+        when.append(f"EndTime={params['end']}" if params.get("end") else f"Duration={params.get('duration', '')}")
+        return [["scontrol", "create", "reservation", f"ReservationName={params.get('name', '')}",
+                 f"Nodes={collect(list(targets))}", *when, f"Users={params.get('users', 'root')}",
+                 "Flags=MAINT,IGNORE_JOBS"]]
+    if kind is ActionKind.DELETE_RESERVATION:
+        return [["scontrol", "delete", f"ReservationName={t}"] for t in targets]
+    if kind is ActionKind.PARTITION_STATE:
+        return [["scontrol", "update", f"PartitionName={t}", f"State={params.get('state', '')}"] for t in targets]
+    raise ValueError(f"not a Slurm admin action: {kind.value}")
+
+
+def partitions_of(snapshot: ClusterSnapshot) -> dict[str, list[str]]:
+    """Partition -> its nodes, from the last Slurm node read."""
+    out: dict[str, list[str]] = {}
+    for name, node in snapshot.nodes.items():
+        if node.slurm is not None:
+            for p in node.slurm.partitions:
+                out.setdefault(p, []).append(name)
+    return out
+
+
+def _check_admin(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str], snapshot: ClusterSnapshot,
+                 out: Checked) -> None:
+    if kind is ActionKind.RESERVE_MAINT:
+        _check_nodes(kind, targets, snapshot, out)
+        name, start, users = params.get("name", ""), params.get("start", "now"), params.get("users", "root")
+        duration, end = params.get("duration", ""), params.get("end", "")
+        if not NAME.match(name):
+            out.errors.append(f"bad reservation name {name!r} (letters, digits, _ . -)")
+        if not START.match(start):
+            out.errors.append(f"bad start {start!r} (now, now+2hours, YYYY-MM-DDTHH:MM)")
+        if end and not END.match(end):
+            out.errors.append(f"bad end {end!r} (YYYY-MM-DDTHH:MM)")
+        if not end and not duration:
+            out.errors.append("reserve_maint needs a duration or an end")
+        elif not end and not DURATION.match(duration):
+            out.errors.append(f"bad duration {duration!r} (minutes, HH:MM:SS, D-HH:MM or UNLIMITED)")
+        if not USERS.match(users):
+            out.errors.append(f"bad users {users!r} (comma-separated user names)")
+        hit = jobs_on_nodes(snapshot, set(out.targets))
+        out.affected = [job_label(j) for j in hit]
+        if hit:
+            out.warnings.append(f"{len(hit)} running job(s) keep running (IGNORE_JOBS); "
+                                "no new job starts on these nodes during the window")
+        for name_ in out.targets:
+            info = snapshot.nodes[name_].slurm
+            if info is not None and ("MAINTENANCE" in info.flags or "MAINT" in info.flags):
+                out.warnings.append(f"{name_} is already in a maintenance reservation")
+        return
+    for raw in dict.fromkeys(targets):
+        if not NAME.match(raw):
+            out.rejected.append(raw)
+            out.errors.append(f"bad {'reservation' if kind is ActionKind.DELETE_RESERVATION else 'partition'} "
+                              f"name {raw!r}")
+        else:
+            out.targets.append(raw)
+    if kind is ActionKind.DELETE_RESERVATION:
+        out.warnings.append("reservations are not read by hpctui: Slurm checks that the name exists")
+        return
+    state = params.get("state", "")
+    if state not in PARTITION_STATES:
+        out.errors.append(f"partition state must be one of {', '.join(PARTITION_STATES)}, got {state!r}")
+    known = partitions_of(snapshot)
+    for name_ in list(out.targets):
+        if name_ not in known:
+            out.targets.remove(name_)
+            out.rejected.append(name_)
+            out.errors.append(f"unknown partition {name_!r} (not in the last Slurm read)")
+    if state in PARTITION_STATE_MEANING:
+        out.warnings.append(f"{state}: {PARTITION_STATE_MEANING[state]}")
+    if state in ("DOWN", "INACTIVE", "DRAIN"):
+        nodes = {n for p in out.targets for n in known.get(p, [])}
+        running = [j for j in jobs_on_nodes(snapshot, nodes) if j.partition in out.targets]
+        pending = [j for j in snapshot.jobs if j.state == "PENDING" and j.partition in out.targets]
+        out.affected = [job_label(j) for j in running]
+        if pending and state != "DRAIN":
+            out.affected.append(f"{len(pending)} pending job(s) in {', '.join(out.targets)} will not start")

@@ -16,9 +16,10 @@ from typing import TypeVar
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
 from hpctui.model.hostlist import collect as collect_hostlist
+from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
-from hpctui.sources.slurm.actions import SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
@@ -188,6 +189,8 @@ class CliBackend:
             if kind is ActionKind.REBOOT_NODES:
                 return [["scontrol", "reboot", "ASAP", "nextstate=RESUME", f"reason={reason}", hl]]
             return [["scontrol", "cancel_reboot", hl]]
+        if kind in SLURM_ADMIN_KINDS:
+            return admin_argvs(kind, targets, params)
         if kind is ActionKind.CANCEL_JOBS:
             sig = params.get("signal")
             return [["scancel", *(["--signal", sig] if sig else []), t] for t in targets]
@@ -201,6 +204,13 @@ class CliBackend:
     async def act(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[TargetResult]:
         if kind in SLURM_NODE_KINDS:
             return await self._act_nodes(kind, targets, params)
+        if kind is ActionKind.RESERVE_MAINT:  # one call for the node set: its answer is every node's
+            try:
+                res = await self.runner.run(admin_argvs(kind, targets, params)[0])
+            except CommandError as exc:
+                return [TargetResult(target=t, ok=False, message=str(exc)) for t in targets]
+            message = clean_text(res.stdout.decode(errors="replace").strip() or "done") if res.ok else res.message
+            return [TargetResult(target=t, ok=res.ok, message=message) for t in targets]
         results: list[TargetResult] = []
         for target, argv in zip(targets, self.argvs(kind, targets, params), strict=True):
             try:

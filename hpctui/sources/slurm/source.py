@@ -14,7 +14,7 @@ from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.accounting import AccountingInfo, query_accounting
-from hpctui.sources.slurm.actions import SLURM_KINDS, check
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_KINDS, admin_params, check
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
@@ -166,6 +166,8 @@ class SlurmSource:
 
     def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
              snapshot: ClusterSnapshot) -> ActionPlan:
+        if kind in SLURM_ADMIN_KINDS:
+            params = admin_params(kind, targets, params)
         checked = check(kind, targets, params, snapshot)
         notes: list[str] = []
         commands: list[str] = []

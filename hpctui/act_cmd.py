@@ -1,0 +1,164 @@
+"""``hpctui act``: run one action headless through the same executor as the app.
+
+Read-only mode, the confirmation rules (y/n, the typed word for bulk destructive
+actions) and the audit trail are the executor's, so this entry point cannot skip them.
+Exit codes: 0 every target ok (or a valid dry run), 1 some target failed,
+2 usage error, invalid plan or refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hpctui.actions.base import JOB_ACTIONS, NAME_ACTIONS, ActionKind, ActionPlan, ActionResult
+from hpctui.model.hostlist import collect
+from hpctui.sanitize import clean_text
+
+if TYPE_CHECKING:
+    from hpctui.runtime import Runtime
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+
+
+def split_targets(kind: ActionKind, expr: str) -> list[str]:
+    """Job actions: a comma/space list of ids (array ranges ``12_[1,3]`` kept whole).
+    Node actions: hostlist expressions (``gpu[01-04],cpu7``), split only between expressions."""
+    out: list[str] = []
+    depth = 0
+    cur = ""
+    for ch in expr:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if depth == 0 and (ch.isspace() or (ch == "," and kind in JOB_ACTIONS | NAME_ACTIONS)):
+            if cur:
+                out.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param wants KEY=VALUE, got {pair!r}")
+        params[key.strip()] = value
+    return params
+
+
+def _targets_text(plan: ActionPlan) -> str:
+    if plan.kind in JOB_ACTIONS | NAME_ACTIONS:
+        return ",".join(plan.targets)
+    try:
+        return collect(list(plan.targets))
+    except Exception:
+        return ",".join(plan.targets)
+
+
+def render_plan(plan: ActionPlan) -> str:
+    """What the app's preview shows, as text (every cluster string sanitised)."""
+    c = clean_text
+    lines = [f"action:   {plan.kind.value} via {c(plan.source)}",
+             f"targets:  {c(_targets_text(plan)) or '-'} ({len(plan.targets)})"]
+    if plan.params:
+        lines.append("params:   " + " ".join(f"{c(k)}={c(v)}" for k, v in sorted(plan.params.items())))
+    for title, items in (("commands", plan.commands), ("affects", plan.affected), ("warnings", plan.warnings),
+                         ("notes", plan.notes), ("rejected", plan.rejected_targets), ("errors", plan.errors)):
+        if items:
+            lines.append(f"{title}:")
+            lines.extend(f"  {c(i)}" for i in items)
+    if plan.runnable and plan.confirm_word:
+        lines.append(f"confirm:  type {plan.confirm_word!r} (bulk destructive action)")
+    return "\n".join(lines) + "\n"
+
+
+def render_result(result: ActionResult) -> str:
+    if result.refused:
+        return f"refused: {clean_text(result.refused)}\n"
+    lines = [f"{'ok  ' if r.ok else 'FAIL'} {clean_text(r.target)}: {clean_text(r.message)}" for r in result.results]
+    ok = sum(r.ok for r in result.results)
+    lines.append(f"{ok}/{len(result.results)} target(s) ok")
+    return "\n".join(lines) + "\n"
+
+
+def ask(plan: ActionPlan, prompt: Callable[[str], str]) -> str | bool:
+    """Ask on the terminal; returns what the executor checks."""
+    word = plan.confirm_word
+    try:
+        if word:
+            return prompt(f"Type {word} to run {plan.kind.value} on {len(plan.targets)} targets: ").strip()
+        answer = prompt(f"Run {plan.kind.value} on {len(plan.targets)} target(s)? [y/N] ").strip().lower()
+    except EOFError:
+        return False
+    return answer in ("y", "yes")
+
+
+def _json(plan: ActionPlan, result: ActionResult | None, dry_run: bool) -> str:
+    doc: dict[str, Any] = {"dry_run": dry_run, "plan": msgspec.to_builtins(plan), "runnable": plan.runnable,
+                           "confirm_word": plan.confirm_word}
+    if result is not None:
+        doc["refused"] = result.refused
+        doc["results"] = [msgspec.to_builtins(r) for r in result.results]
+        doc["ok"] = result.ok
+        doc["user"] = result.user
+    return msgspec.json.encode(doc).decode() + "\n"
+
+
+async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params: dict[str, str], *,
+                  dry_run: bool, yes: bool, as_json: bool, interactive: bool,
+                  prompt: Callable[[str], str] = input,
+                  out: Callable[[str], Any] = sys.stdout.write,
+                  err: Callable[[str], Any] = sys.stderr.write) -> int:
+    """Collect once, plan, show, confirm, execute, report. The caller stops the runtime."""
+    await runtime.collect_once()
+    snapshot = runtime.store.snapshot()
+    plan = runtime.executor.plan(kind, targets, params, snapshot)
+    if dry_run:
+        out(_json(plan, None, True) if as_json else render_plan(plan))
+        return EXIT_OK if plan.runnable else EXIT_REFUSED
+    if not as_json:
+        out(render_plan(plan))
+    confirmation: str | bool = False
+    if not plan.runnable:
+        pass  # the executor refuses it with the plan's errors, and audits the attempt
+    elif yes:
+        confirmation = plan.confirm_word or True
+    elif interactive:
+        confirmation = ask(plan, prompt)
+    else:
+        result = await runtime.run_action(plan, False)
+        if as_json:
+            out(_json(plan, result, False))
+        err("hpctui act: not confirmed: stdin is not a terminal, pass --yes to run without asking\n")
+        return EXIT_REFUSED
+    result = await runtime.run_action(plan, confirmation)
+    out(_json(plan, result, False) if as_json else render_result(result))
+    for problem in runtime.executor.audit_errors:
+        err(f"hpctui act: warning: {problem}\n")
+    if result.refused is not None:
+        return EXIT_REFUSED
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def add_act_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=[k.value for k in ActionKind], metavar="ACTION",
+                   help="one of: " + ", ".join(k.value for k in ActionKind))
+    p.add_argument("--targets", required=True, metavar="EXPR",
+                   help="hostlist expression(s) for node actions (gpu[01-04]), job ids for job actions (12,13_[1-4])")
+    p.add_argument("--reason", help="reason (drain, reboot, ...)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V", help="extra action parameter (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (exact commands, what it hits) and exit")
+    p.add_argument("--yes", action="store_true", help="confirm without asking (also the typed word of bulk actions)")
+    p.add_argument("--json", action="store_true", help="machine-readable plan and results")
+    p.add_argument("--read-only", action="store_true", help="refuse every action (for testing a config)")

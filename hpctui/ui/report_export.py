@@ -1,0 +1,31 @@
+"""The app's incident-report key: the same report as ``hpctui report``, from the session's store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hpctui.config import default_state_dir
+from hpctui.report import build_report, write_report
+from hpctui.runtime import Runtime
+
+REPORT_WINDOW_S = 3600.0
+
+
+def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[..., object] | None = None,
+                  directory: Path | None = None, since_s: float = REPORT_WINDOW_S) -> Path:
+    snapshot = runtime.store.snapshot()
+    now = runtime.clock()
+    out = directory or default_state_dir() / "reports" / time.strftime(
+        f"{runtime.cluster}-%Y%m%d-%H%M%S", time.gmtime(now))
+    audit = runtime.executor.audit.read() if runtime.executor.audit is not None else []
+    doc = build_report(snapshot, nodes=list(nodes), jobs=[], since_s=since_s, thresholds=runtime.thresholds,
+                       history=runtime.store.history.get, audit=audit, secrets=runtime.secrets, now=now,
+                       origin="hpctui app")
+    out.mkdir(parents=True, exist_ok=True)
+    if screenshot is not None:
+        screenshot(filename="screen.svg", path=str(out))
+        doc["screenshot"] = "screen.svg"
+    write_report(doc, out)
+    return out

@@ -1,0 +1,61 @@
+"""The incident-report key: writes the report (and an SVG of the screen) for the marked nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+from conftest import load
+
+from hpctui.runtime import Runtime
+from hpctui.ui.app import HpcApp
+
+
+async def test_report_key_writes_report_for_marked_nodes(make_runtime: Callable[..., Runtime], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    rt = make_runtime(size=8, seed=1)
+    rt.secrets = ("planted-secret-token-123",)
+    app = HpcApp(rt, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        await pilot.press("space", "right", "space", "E")
+        await pilot.pause()
+    [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
+    assert {p.name for p in out.iterdir()} == {"report.json", "report.md", "report.html", "screen.svg"}
+    doc = msgspec.json.decode((out / "report.json").read_bytes())
+    assert doc["scope"]["nodes"] == list(app.dashboard.heatmap.marked_nodes) and len(doc["scope"]["nodes"]) == 2
+    assert doc["generated_by"]["via"] == "hpctui app"
+    assert "planted-secret-token-123" not in (out / "report.html").read_text()
+
+
+async def test_report_key_works_in_read_only_mode(make_runtime: Callable[..., Runtime], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    app = HpcApp(make_runtime(size=8, seed=1, read_only=True), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        await pilot.press("E")
+        await pilot.pause()
+    [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
+    assert (out / "report.html").exists()
+
+
+async def test_read_only_app_refuses_every_action_kind(make_runtime: Callable[..., Runtime]) -> None:
+    """The app's entry point (ActionRequested, as keys, marks and the palette send it) in read-only mode:
+    no dialog opens and nothing reaches the audit trail, for every action kind."""
+    from hpctui.actions.base import ActionKind
+    from hpctui.ui.messages import ActionRequested
+
+    rt = make_runtime(size=8, seed=1, read_only=True)
+    app = HpcApp(rt, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        for kind in ActionKind:
+            app.post_message(ActionRequested(kind, ("gpu0003",), {"reason": "r", "state": "DOWN", "duration": "60"}))
+            await pilot.pause()
+            assert type(app.screen).__name__ != "ActionDialog", kind
+    assert rt.executor.available() == frozenset()
+    assert rt.executor.audit is not None and rt.executor.audit.read() == []
