@@ -39,10 +39,16 @@ T = Thresholds()
 OK, INFO, WARN, ERR, CRIT = Severity.OK, Severity.INFO, Severity.WARNING, Severity.ERROR, Severity.CRITICAL
 
 
+OBJECT_PREFIXES = ("gpu/g1/6", "ib/g1/mlx5_0:1", "node/g1", "mount/g1:")
+
+
 def by_code(findings: list[Finding]) -> dict[str, Finding]:
+    """Findings by code; every finding names its object and says something (no "None" shown)."""
     out: dict[str, Finding] = {}
     for f in findings:
         assert f.code not in out, f"one rule fired twice: {f.code}"
+        assert isinstance(f.object, str) and f.object.startswith(OBJECT_PREFIXES), f.object
+        assert isinstance(f.message, str) and f.message.strip() and "None" not in f.message, f.message
         out[f.code] = f
     return out
 
@@ -268,6 +274,8 @@ def test_ib_flap_and_error_messages_carry_the_counts() -> None:
     assert "3" in by_code(ib_findings(port(deltas={"link_downed": 3})))["ib_flap"].message
     msg = by_code(ib_findings(port(deltas={"symbol_error": 5, "port_rcv_errors": 2, "port_xmit_wait": 99})))["ib_errors"].message
     assert "symbol_error+5" in msg and "port_rcv_errors+2" in msg and "port_xmit_wait" not in msg
+    msg = by_code(ib_findings(port(deltas={"link_error_recovery": 1, "port_rcv_errors": 0})))["ib_errors"].message
+    assert "link_error_recovery+1" in msg and "port_rcv_errors" not in msg, "only the counters that rose"
 
 
 # -- Mounts (FACTS §5) -------------------------------------------------------------------------------
@@ -283,14 +291,14 @@ def test_mount_states(state: MountState, severity: Severity | None) -> None:
     if severity is None:
         assert found == []
         return
-    (f,) = found
-    assert f.severity is severity and f.code == f"mount_{state.value}" and f.object == "mount/g1:/lustre"
+    f = by_code(found)[f"mount_{state.value}"]
+    assert f.severity is severity and f.object == "mount/g1:/lustre"
     assert "/lustre" in f.message and "1234" in f.message and "OST0003 inactive" in f.message
 
 
 def test_mount_without_latency_says_no_number() -> None:
-    (f,) = mount_findings(Mount(node="g1", target="/scratch", fstype="nfs4", state=MountState.HUNG))
-    assert "ms" not in f.message and "None" not in f.message
+    f = by_code(mount_findings(Mount(node="g1", target="/scratch", fstype="nfs4", state=MountState.HUNG)))["mount_hung"]
+    assert "/scratch" in f.message and "ms" not in f.message
 
 
 # -- Slurm node states (FACTS §3) --------------------------------------------------------------------
@@ -369,6 +377,11 @@ def test_k8s_conditions(conditions: dict[str, str], unschedulable: bool, expecte
     if "k8s_notready" in found:
         assert conditions.get("Ready", "Unknown") in found["k8s_notready"].message
         assert "kubelet stopped posting status" in found["k8s_notready"].message
+
+
+def test_not_ready_without_a_condition_message() -> None:
+    f = by_code(node_state_findings(Node(name="g1", k8s=K8sNodeInfo(name="g1", conditions={"Ready": "False"}))))
+    assert "False" in f["k8s_notready"].message
 
 
 def test_node_known_to_neither_scheduler_has_no_state_findings() -> None:

@@ -172,9 +172,7 @@ def test_refresh_budget_matches_the_poller_guard_and_names_the_cause() -> None:
     src.backend = src.cli
 
     async def go() -> None:
-        t0 = time.monotonic()
-        assert not await poller.poll_once(src)
-        assert time.monotonic() - t0 < 0.44
+        assert not await poller.poll_once(src)  # the source's own budget fired (the error below names it)
 
     asyncio.run(go())
     err = store.health()[src.name].last_error or ""
