@@ -7,6 +7,7 @@
 #   scripts/mutation.sh                       # every configured module
 #   scripts/mutation.sh hpctui.health         # one module (a mutmut name glob prefix)
 #   scripts/mutation.sh hpctui.sources.slurm.parse.states hpctui.model.node
+#   scripts/mutation.sh --survivors           # ... and list the surviving mutants
 #   MUTMUT_CHILDREN=2 scripts/mutation.sh ... # parallel workers (default: all cores)
 #
 # Prints the score (killed / all) per run and lists the survivors; `mutmut show <name>` shows one.
@@ -17,9 +18,9 @@ VENV=${HPCTUI_VENV:-.venv}
 export PATH="$PWD/$VENV/bin:$PATH"
 
 globs=()
-for m in "$@"; do globs+=("$m.*"); done
+for m in "$@"; do [[ $m == --* ]] || globs+=("$m.*"); done
 args=()
 [ -n "${MUTMUT_CHILDREN:-}" ] && args+=(--max-children "$MUTMUT_CHILDREN")
 
-mutmut run "${args[@]}" "${globs[@]}" || true   # exits non-zero when mutants survive
+mutmut run ${args[@]+"${args[@]}"} ${globs[@]+"${globs[@]}"} || true   # exits non-zero when mutants survive
 exec "$VENV/bin/python" bench/mutation_score.py "$@"
