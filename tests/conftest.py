@@ -27,3 +27,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unmarked:
         raise pytest.UsageError("tests that start a real service must be marked @pytest.mark.live:\n  "
                                 + "\n  ".join(unmarked))
+
+
+pytest_plugins = ["pytester"]  # tests/test_markers.py checks the guard above in a throw-away session
