@@ -139,8 +139,8 @@ async def test_q_quits_and_stops_runtime(make_runtime: Callable[..., Runtime]) -
     runtime = make_runtime()
     app = HpcApp(runtime, autostart=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.2)
-        assert runtime.poller._tasks, "poller started"
+        await pilot.pause()
+        assert runtime.poller._tasks, "poller started on mount"
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
