@@ -180,7 +180,7 @@ def test_pair_gres_detail_bad_hostlist() -> None:
 
 
 # -- nodes ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("node", "version", "expected"), [
+NODE_RECORDS: list[tuple[dict[str, Any], str, SlurmNodeInfo]] = [
     ({"name": "gpu01", "state": ["MIXED", "DRAIN"], "reason": "ECC", "reason_set_by_user": "root",
       "reason_changed_at": n(1795972353), "partitions": ["gpu", "debug"], "features": ["h100"],
       "active_features": ["h100", "ib"], "cpus": 64, "alloc_cpus": 8, "real_memory": 512000, "alloc_memory": 65536,
@@ -196,7 +196,10 @@ def test_pair_gres_detail_bad_hostlist() -> None:
                    cpus_total=32, gpus_total=0, gpus_alloc=0)),
     ({"name": "cpu01", "state": "down*"}, "v0.0.36",
      SlurmNodeInfo(base_state="DOWN", flags=F({"NOT_RESPONDING"}))),
-])
+]
+
+
+@pytest.mark.parametrize(("node", "version", "expected"), NODE_RECORDS)
 def test_node_records(node: dict[str, Any], version: str, expected: SlurmNodeInfo) -> None:
     assert parse_nodes_json(doc("nodes", [node], version)) == {node["name"]: expected}
 
@@ -335,3 +338,24 @@ def test_from_msgspec_keeps_the_path_on_one_line() -> None:
         err = from_msgspec("x", exc)
     assert str(err).startswith("x: invalid JSON (") and "\n" not in str(err)
     assert isinstance(err, ValueError)
+
+
+RECORDED_NODES = [*sorted(p.name for p in FIX.glob("*nodes.json")), "cli_sinfo.json", "rest_v0.0.38_node_gpu01.json"]
+
+
+@pytest.mark.parametrize("name", RECORDED_NODES)
+def test_fast_node_converter_equals_the_reference(name: str) -> None:
+    """parse_nodes_json's memoized converter must give exactly what node_info gives."""
+    from hpctui.sources.slurm.parse.nodes import _nodes_decoder, node_info
+
+    data = (FIX / name).read_bytes()
+    reference = {n.name: node_info(n) for n in _nodes_decoder.decode(data).nodes}
+    assert parse_nodes_json(data) == reference and reference
+
+
+def test_reference_node_converter_on_the_hand_written_nodes() -> None:
+    from hpctui.sources.slurm.parse.nodes import _nodes_decoder, node_info
+
+    for node, version, expected in NODE_RECORDS:
+        (decoded,) = _nodes_decoder.decode(doc("nodes", [node], version)).nodes
+        assert node_info(decoded) == expected
