@@ -52,7 +52,7 @@ JOB_44 = {
     "job_id": 21, "job_state": ["RUNNING"], "array_job_id": n(20), "array_task_id": n(3), "array_task_string": "",
     "name": "train", "user_name": "alice", "account": "ml", "partition": "gpu", "qos": "high",
     "state_reason": "None", "state_description": "", "nodes": "gpu[01-02]", "node_count": n(2),
-    "tres_per_node": "gres/gpu:h100:2", "tres_per_job": "", "tres_req_str": "cpu=16,gres/gpu=4",
+    "tres_per_node": "gres/gpu:h100:1", "tres_per_job": "", "tres_req_str": "cpu=16,gres/gpu=4",
     "gres_detail": ["gpu:h100:2(IDX:0-1)", "gpu:h100:2(IDX:4,6)"], "submit_time": n(1795972351),
     "start_time": n(1795972352), "end_time": n(1796015552), "time_limit": n(720),
     "exit_code": {"status": ["PENDING"], "return_code": n(0), "signal": {"id": UNSET, "name": ""}},
@@ -75,9 +75,11 @@ JOB_38_MODEL = SlurmJob(job_id=5, name="req", user="bob", state="PENDING", reaso
                         priority=0)
 
 
-@pytest.mark.parametrize(("job", "version", "expected"), [
+JOB_RECORDS: list[tuple[dict[str, Any], str, SlurmJob]] = [
     (JOB_44, "v0.0.44", JOB_44_MODEL),
     (JOB_38, "v0.0.38", JOB_38_MODEL),
+    ({"job_id": 6, "job_state": "RUNNING", "node_count": 2, "tres_per_node": "gres:gpu:4", "tres_req_str": "cpu=2"},
+     "v0.0.38", SlurmJob(job_id=6, state="RUNNING", num_nodes=2, gpus_requested=8)),
     ({"job_id": 7, "job_state": ["PENDING"], "array_job_id": n(6), "array_task_id": UNSET,
       "array_task_string": "2-5%2", "tres_per_job": "gres/gpu:3", "node_count": INF,
       "exit_code": {"status": ["SIGNALED"], "signal": {"id": n(9), "name": "KILL"}}},
@@ -86,9 +88,29 @@ JOB_38_MODEL = SlurmJob(job_id=5, name="req", user="bob", state="PENDING", reaso
     ({"job_id": 8, "job_state": ["COMPLETED", "COMPLETING"], "exit_code": 9, "nodes": "",
       "gres_detail": ["gpu:1(IDX:0)"]},
      "v0.0.40", SlurmJob(job_id=8, state="COMPLETING", exit_signal=9)),
-])
+]
+
+
+@pytest.mark.parametrize(("job", "version", "expected"), JOB_RECORDS)
 def test_job_records(job: dict[str, Any], version: str, expected: SlurmJob) -> None:
     assert parse_jobs_json(doc("jobs", [job], version)) == (expected,)
+
+
+def test_parsing_leaves_the_garbage_collector_as_it_was() -> None:
+    import gc
+
+    assert gc.isenabled()
+    parse_jobs_json(doc("jobs", [JOB_44]))
+    assert gc.isenabled(), "paused during the parse, enabled again after"
+    gc.disable()
+    try:
+        parse_jobs_json(doc("jobs", [JOB_44]))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(SlurmParseError):
+        parse_jobs_json(b"{")
+    assert gc.isenabled()
 
 
 def test_finished_jobs_are_dropped_unless_asked() -> None:
@@ -145,7 +167,7 @@ def test_fast_converter_equals_the_reference(name: str, include_finished: bool) 
 
 
 def test_reference_converter_on_the_hand_written_jobs() -> None:
-    for job, version, expected in [(JOB_44, "v0.0.44", JOB_44_MODEL), (JOB_38, "v0.0.38", JOB_38_MODEL)]:
+    for job, version, expected in JOB_RECORDS:
         (decoded,) = _jobs_decoder.decode(doc("jobs", [job], version)).jobs
         assert to_job(decoded, "$.jobs[0]") == expected
     (bad,) = _jobs_decoder.decode(doc("jobs", [{"job_id": 1, "job_state": "RUNNING", "nodes": "x[1-"}])).jobs
@@ -240,6 +262,14 @@ def test_partitions_and_fill() -> None:
 
 
 # -- diag ----------------------------------------------------------------------------------------------
+def test_diag_errors_name_the_document() -> None:
+    data = json.dumps({"meta": {"plugin": {"data_parser": "data_parser/v0.0.38"}}, "statistics": {}})
+    with pytest.raises(SlurmParseError, match=r"unsupported Slurm REST version v0\.0\.1 "):
+        parse_diag_json(data, version="v0.0.1")
+    with pytest.raises(SlurmParseError, match=r"^slurm diag JSON: "):
+        parse_diag_json("{}")
+
+
 @pytest.mark.parametrize(("stats", "version", "expected"), [
     ({"server_thread_count": 4, "agent_queue_size": 1, "dbd_agent_queue_size": 7, "jobs_pending": 5,
       "jobs_running": 9, "bf_cycle_last": 250000, "schedule_cycle_mean": 819}, "v0.0.38",
@@ -289,6 +319,11 @@ def test_pick_rest_version(served: list[str], expected: str) -> None:
     assert pick_rest_version(served) == expected
 
 
+def test_unsupported_version_lists_the_readable_ones() -> None:
+    with pytest.raises(SlurmParseError, match=r"\(readable: v0\.0\.36, v0\.0\.37, v0\.0\.38, "):
+        parse_nodes_json(doc("nodes", [], "v0.0.35"))
+
+
 @pytest.mark.parametrize(("served", "words"), [
     ([], "served: none"), (["v0.0.35", "dbv0.0.38"], "served: v0.0.35, dbv0.0.38"),
 ])
@@ -296,6 +331,7 @@ def test_pick_rest_version_none_supported(served: list[str], words: str) -> None
     with pytest.raises(SlurmParseError) as info:
         pick_rest_version(served)
     assert words in str(info.value) and "no supported Slurm REST version" in str(info.value)
+    assert "supported: v0.0.38, v0.0.39, v0.0.40, " in str(info.value)
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -313,6 +349,7 @@ def test_pick_rest_version_none_supported(served: list[str], words: str) -> None
     (b"  two\n  lines  ", ["two lines"]),
     ("", []),
     ("x" * 300, ["x" * 200]),
+    (b"\xff\xfe bad gateway", ["\ufffd\ufffd bad gateway"]),
 ])
 def test_parse_rest_errors(body: str | bytes, expected: list[str]) -> None:
     assert parse_rest_errors(body) == expected

@@ -64,7 +64,7 @@ def test_unknown_keys_and_equals_stay_in_the_value() -> None:
 
 
 NODE_LINE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=8 CPUEfctv=64 CPUTot=64 CPULoad=1.00 "
-             "AvailableFeatures=h100,ib ActiveFeatures=h100,ib Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.1 "
+             "AvailableFeatures=h100,ib,nvl ActiveFeatures=h100,ib Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.1 "
              "NodeHostName=gpu01 Version=25.11.0 OS=Linux 6.1 #1 SMP RealMemory=512000 AllocMem=65536 "
              "FreeMem=400000 Sockets=2 Boards=1 State=MIXED+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A "
              "MCS_label=N/A Partitions=gpu,debug BootTime=2026-11-29T16:35:21 SlurmdStartTime=2026-11-29T17:12:30 "
@@ -152,6 +152,12 @@ JOB_LINE = ("JobId=1 JobName=train llm UserId=alice(1001) GroupId=alice(1001) MC
     # not an array: the task id is ignored; per-node GPUs with an unknown node count count once
     ("JobId=17 ArrayTaskId=4 JobState=PENDING TresPerNode=gres:gpu:8 TRES=cpu=1,node=1",
      SlurmJob(job_id=17, state="PENDING", gpus_requested=8)),
+    ("JobId=18 ArrayTaskId=1-3 JobState=PENDING", SlurmJob(job_id=18, state="PENDING")),
+    # the allocated TRES count wins over what was asked per node
+    ("JobId=19 JobState=RUNNING NumNodes=2 TRES=cpu=2,node=2,gres/gpu=3 TresPerNode=gres:gpu:1",
+     SlurmJob(job_id=19, state="RUNNING", num_nodes=2, gpus_requested=3)),
+    ("JobId=20 JobState=RUNNING TRES=cpu=2,node=1 TresPerJob=gres:gpu:5", SlurmJob(job_id=20, state="RUNNING",
+                                                                                  gpus_requested=5)),
 ])
 def test_scontrol_job_records(line: str, expected: SlurmJob) -> None:
     assert parse_scontrol_jobs(line) == (expected,)

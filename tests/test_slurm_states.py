@@ -125,6 +125,15 @@ def test_stacked_suffixes_all_count() -> None:
     assert normalize_node_state("*") == ("UNKNOWN", F({"NOT_RESPONDING"}))
 
 
+def test_weak_base_only_when_nothing_else_is() -> None:
+    """COMPLETING/PLANNED/RESERVED are a base only for a node with no true base (FACTS §3)."""
+    assert normalize_node_state("comp+idle") == ("IDLE", F({"COMPLETING"}))
+    assert normalize_node_state("idle+comp") == ("IDLE", F({"COMPLETING"}))
+    assert normalize_node_state(["DRAINED", "MIXED"]) == ("IDLE", F({"DRAIN"}))  # the first true base wins
+    assert normalize_node_state(["*", "IDLE"]) == ("IDLE", F({"NOT_RESPONDING"}))  # a bare suffix, then more
+    assert normalize_node_state(["", "MIXED"]) == ("MIXED", F())
+
+
 def test_node_state_tokens_are_trimmed_and_case_insensitive() -> None:
     assert normalize_node_state([" mixed ", "drain"]) == ("MIXED", F({"DRAIN"}))
     assert normalize_node_state("Idle + Drain") == ("IDLE", F({"DRAIN"}))
@@ -261,6 +270,8 @@ def test_decode_exit_pair(text: str | None, expected: tuple[int | None, int | No
     (ExitCodeObj(status=["PENDING"], return_code=0), (None, None)),  # not finished yet
     (ExitCodeObj(status=["INVALID"], return_code=0), (None, None)),
     (ExitCodeObj(status=["pending"]), (None, None)),
+    (ExitCodeObj(status=["SIGNALED"], return_code=0), (None, None)),  # killed, signal not reported
+    (ExitCodeObj(status="SIGNALED", return_code=0), (None, None)),
     (ExitCodeObj(status=["EXITED"], return_code=Num(set=False)), (None, None)),
 ])
 def test_decode_exit_obj(obj: object, expected: tuple[int | None, int | None]) -> None:
@@ -327,6 +338,11 @@ def test_no_reason(reason: str | None) -> None:
 def test_req_node_not_avail_names_the_nodes(reason: str, tail: str) -> None:
     text = explain_pending_reason(reason)
     assert text.startswith("a node it needs is not available") and text.endswith(tail)
+
+
+def test_underscores_are_spaces_only_in_a_reason_without_spaces() -> None:
+    assert explain_pending_reason("ReqNodeNotAvail, UnavailableNodes:gpu_01").endswith(": gpu_01")
+    assert explain_pending_reason("Some_new_reason") == "Slurm reason: Some new reason"
 
 
 def test_reason_with_a_detail_after_a_comma_uses_the_head() -> None:

@@ -57,6 +57,7 @@ def local(s: str) -> float:
 @pytest.mark.parametrize(("value", "expected"), [
     ("a,b", ["a", "b"]), ("gpu:h100:2(IDX:0,2-3),mps:100", ["gpu:h100:2(IDX:0,2-3)", "mps:100"]),
     (" a , ,b ", ["a", "b"]), ("", []), ("(x,(y,z)),w", ["(x,(y,z))", "w"]), ("a),b", ["a)", "b"]),
+    ("((a),b),c", ["((a),b)", "c"]),
 ])
 def test_split_top(value: str, expected: list[str]) -> None:
     assert split_top(value) == expected
@@ -73,6 +74,7 @@ def test_split_top(value: str, expected: list[str]) -> None:
     ("gpu:h100:4(S:0),gpu:h100:4(S:1)", ("h100", 8)),
     ("gpu:h100:4,gpu:a100:2", ("h100,a100", 6)),
     ("gpu:h100:no_consume:8", ("h100", 8)),
+    ("gpu:no_consume:8", (None, 8)),
     ("gpu:1K", (None, 1024)),
     ("gpu:2M", (None, 2 * 1024**2)),
     ("mps:400,gpu:h100:2", ("h100", 2)),
@@ -94,6 +96,7 @@ def test_parse_gres(gres: str | None, expected: tuple[str | None, int | None]) -
     ("gpu:h100:1(IDX:0),gpu:h100:1(IDX:5)", (2, {"h100": "0,5"})),
     ("gpu:h100:1(IDX:0),gpu:a100:2(IDX:1-2),mps:0", (3, {"h100": "0", "a100": "1-2"})),
     ("gpu:h100:2(S:0)", (2, {})),
+    ("mps:100,gpu:h100:1(IDX:3)", (1, {"h100": "3"})),
     ("gpu:h100:2(IDX:)", (2, {})),
     ("gpu:h100:2(IDX: 4 )", (2, {"h100": "4"})),
 ])
@@ -125,7 +128,7 @@ def test_gpus_from_tres_str(tres: str | None, expected: int | None) -> None:
 @pytest.mark.parametrize(("spec", "expected"), [
     (None, None), ("", None), ("gres:gpu:h100:2", 2), ("gpu:2", 2), ("gres/gpu:4", 4), ("gres/gpu=3", 3),
     ("gres:gpu:h100:2,gres:gpu:a100:1", 3), ("gres:mps:100", None), ("gres:gpu:h100", None), ("gres:gpu", 1),
-    ("gres:gpu:0", 0),
+    ("gres:gpu:0", 0), ("gres:mps:100,gres:gpu:2", 2),
 ])
 def test_gpus_from_gres_request(spec: str | None, expected: int | None) -> None:
     assert gpus_from_gres_request(spec) == expected
@@ -226,7 +229,8 @@ def test_sinfo_rows_merge_partitions_and_fill_every_field() -> None:
         "",
         "cpu01|cpu|idle|idle~|32|0/32/0/32|128000|100000|(null)|epyc|none|Unknown|Unknown",
         "cpu02|cpu*|down|down*|32|bad|N/A|0|(null)||Not responding|slurm|garbage",
-        "cpu02|cpu|down|down*|32|bad|N/A|0|(null)||Not responding|slurm|garbage",
+        "cpu02|MAX|down|down*|32|bad|N/A|0|(null)||Not responding|slurm|garbage",
+        "cpu03|cpu|idle|idle|32|5|N/A|0|(null)||none|root|2026-11-29T17:12:33",
     )
     assert nodes == {
         "gpu01": SlurmNodeInfo(base_state="ALLOCATED", flags=F({"DRAIN"}), reason="ECC errors on GPU3",
@@ -236,9 +240,11 @@ def test_sinfo_rows_merge_partitions_and_fill_every_field() -> None:
         "cpu01": SlurmNodeInfo(base_state="IDLE", flags=F({"POWERED_DOWN"}), partitions=("cpu",), features=("epyc",),
                                cpus_total=32, cpus_alloc=0, memory_total_mb=128000, gpus_total=0),
         "cpu02": SlurmNodeInfo(base_state="DOWN", flags=F({"NOT_RESPONDING"}), reason="Not responding",
-                               reason_user="slurm", partitions=("cpu",), cpus_total=32, gpus_total=0),
+                               reason_user="slurm", partitions=("cpu", "MAX"), cpus_total=32, gpus_total=0),
+        # no reason: no reason user/time either; a CPU column that is not A/I/O/T: allocation unknown
+        "cpu03": SlurmNodeInfo(base_state="IDLE", partitions=("cpu",), cpus_total=32, gpus_total=0),
     }
-    assert list(nodes) == ["gpu01", "cpu01", "cpu02"]
+    assert list(nodes) == ["gpu01", "cpu01", "cpu02", "cpu03"]
 
 
 @pytest.mark.parametrize(("rows", "words"), [
@@ -358,6 +364,12 @@ def test_sshare_ruler_form() -> None:
         FairShare(account="ml", user="alice", raw_shares=2, norm_shares=0.5, raw_usage=60, effective_usage=0.5,
                   fairshare=0.25, depth=2),
     ]
+
+
+def test_sshare_ruler_without_rows_and_without_account_column() -> None:
+    assert parse_sshare_text(SSHARE_RULER.split("\n", 2)[0] + "\n" + SSHARE_RULER.split("\n", 2)[1] + "\n") == []
+    with pytest.raises(SlurmParseError, match="sshare: row without Account"):
+        parse_sshare_text("User|RawShares\nalice|1\n")
 
 
 def test_sshare_parsable_long_form() -> None:
