@@ -396,3 +396,18 @@ def test_reference_node_converter_on_the_hand_written_nodes() -> None:
     for node, version, expected in NODE_RECORDS:
         (decoded,) = _nodes_decoder.decode(doc("nodes", [node], version)).nodes
         assert node_info(decoded) == expected
+
+
+@pytest.mark.parametrize(("parse", "key", "what"), [
+    (parse_nodes_json, "nodes", "slurm nodes JSON"), (parse_partitions_json, "partitions", "slurm partitions JSON"),
+])
+def test_documents_with_slurm_errors_or_a_wrong_version(parse: Any, key: str, what: str) -> None:
+    errs = json.dumps({"meta": {"plugin": {"data_parser": "data_parser/v0.0.40"}}, key: [],
+                       "errors": [{"error": "a"}, {"error": "b", "description": "c"}]})
+    with pytest.raises(SlurmParseError) as info:
+        parse(errs)
+    assert str(info.value) == f"{what}: slurm reported a; b: c"
+    with pytest.raises(SlurmParseError, match=r"unsupported Slurm REST version v0\.0\.1 "):
+        parse(doc(key, [], "v0.0.40"), version="v0.0.1")
+    with pytest.raises(SlurmParseError, match=f"^{what}: invalid JSON"):
+        parse(b"{")
