@@ -429,3 +429,14 @@ def test_sacctmgr_assoc() -> None:
     ]
     with pytest.raises(SlurmParseError, match="sacctmgr assoc: row without Account"):
         parse_sacctmgr_assoc_text("Account|User\n|alice\n")
+
+
+def test_sdiag_sections_keep_their_own_last_cycle() -> None:
+    """The RPC and latency sections' Last cycle is not the backfill cycle (sdiag prints them after it)."""
+    text_in = ("Server thread count: 2\nBackfilling stats\n\tTotal cycles: 0\n"
+               "Remote Procedure Call statistics by message type\n\tLast cycle: 5\n"
+               "Latency for 1000 calls to gettimeofday(): 20 microseconds\n\tMean cycle: 7\n")
+    h = parse_sdiag_text(text_in)
+    assert (h.last_backfill_cycle_s, h.mean_schedule_cycle_us) == (None, None)
+    h = parse_sdiag_text("Server thread count: 2\nLatency for 1000 calls\nMain schedule statistics\n\tMean cycle: 9\n")
+    assert h.mean_schedule_cycle_us == 9.0
