@@ -19,6 +19,9 @@ export PATH="$PWD/$VENV/bin:$PATH"
 
 globs=()
 for m in "$@"; do [[ $m == --* ]] || globs+=("$m.*"); done
+# mutmut only re-tests mutants it has no verdict for unless they are named: name them all, so a
+# survivor of an older run is tried again against today's tests
+[ ${#globs[@]} -gt 0 ] || globs=("hpctui.*")
 args=()
 [ -n "${MUTMUT_CHILDREN:-}" ] && args+=(--max-children "$MUTMUT_CHILDREN")
 
