@@ -264,10 +264,23 @@ async def test_reboot_and_cancel_reboot(env: Env) -> None:
 
 
 @pytest.mark.asyncio
-async def test_big_demo_collects_in_thread() -> None:
-    src = DemoSource(size=2048, clock=Clock())
+@pytest.mark.parametrize(("size", "off_loop"), [(64, False), (2048, True)])
+async def test_big_demo_collects_in_thread(size: int, off_loop: bool) -> None:
+    """Sims of more than 1,024 nodes (GPU and CPU) tick in a worker thread; small ones on the loop."""
+    import threading
+
+    src = DemoSource(size=size, clock=Clock())
+    ran_in: list[threading.Thread] = []
+    original = src._collect
+
+    def recording(t: float) -> SourceResult:
+        ran_in.append(threading.current_thread())
+        return original(t)
+
+    src._collect = recording  # type: ignore[method-assign]
     r = await src.collect()
-    assert r.gpus is not None and len(r.gpus) == 2048
+    assert r.gpus is not None and len(r.gpus) == size
+    assert len(ran_in) == 1 and (ran_in[0] is not threading.main_thread()) is off_loop
 
 
 async def test_demo_accounting_follows_running_gpus() -> None:

@@ -6,6 +6,7 @@ test; real backends (demo, Slurm) have their own end-to-end tests.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from hpctui.actions.audit import AuditLog
@@ -128,20 +129,23 @@ async def test_backend_crash_becomes_per_target_errors(tmp_path: Path) -> None:
 
 
 class SlowBackend(RecordingBackend):
-    async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
-        import asyncio
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
 
-        await asyncio.sleep(3600)
+    async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        self.started.set()
+        await asyncio.Event().wait()  # never finishes on its own
         return ()
 
 
 async def test_interrupted_action_is_still_audited(tmp_path: Path) -> None:
-    import asyncio
-
-    ex = make(tmp_path, SlowBackend())
+    backend = SlowBackend()
+    ex = make(tmp_path, backend)
     plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
     task = asyncio.create_task(ex.execute(plan, confirmation=True))
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):
+        await backend.started.wait()  # the backend is running the action
     task.cancel()
     try:
         await task

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -119,50 +120,82 @@ class FakeSource:
         return None
 
 
+class Polls:
+    """The poller's on_change hook as an event: wait for a condition on what was polled, no sleeps."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._event = asyncio.Event()
+
+    def __call__(self) -> None:
+        self.count += 1
+        self._event.set()
+
+    async def until(self, predicate: Callable[[], bool]) -> None:
+        async with asyncio.timeout(10):  # a guard against a hang, not a measurement
+            while not predicate():
+                self._event.clear()
+                await self._event.wait()
+
+
 async def test_hung_source_times_out_while_others_keep_refreshing() -> None:
     store = Store("c1")
     hung, good = FakeSource("hung", "hang"), FakeSource("good")
-    changes = 0
-
-    def on_change() -> None:
-        nonlocal changes
-        changes += 1
-
-    poller = Poller([hung, good], store, on_change=on_change)
+    polls = Polls()
+    poller = Poller([hung, good], store, on_change=polls)
     poller.start()
-    await asyncio.sleep(0.8)
-    await poller.stop()
+    try:
+        await polls.until(lambda: "timed out" in (store.health()["hung"].last_error or ""))  # the hung poll ended ...
+        good_before = good.calls
+        assert good_before >= 1, "the healthy source polled while the other one hung"
+        await polls.until(lambda: good.calls >= good_before + 3)  # ... and the healthy one keeps going
+    finally:
+        await poller.stop()
     health = store.health()
-    assert good.calls >= 5, "the healthy source must keep polling while the other hangs"
     assert health["good"].ok
     assert not health["hung"].ok and "timed out" in (health["hung"].last_error or "")
-    assert good.max_in_flight == 1 and hung.max_in_flight == 1, "polls of one source never overlap"
-    assert changes >= good.calls
+    assert hung.calls >= 1 and good.max_in_flight == 1 and hung.max_in_flight == 1, "polls never overlap"
+    assert polls.count >= good.calls
 
 
-async def test_failing_source_reports_first_line_and_backs_off() -> None:
+async def test_failing_source_reports_first_line_and_backs_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hpctui.poller as poller_module
+
+    waits: list[tuple[float, int]] = []
+
+    def recording_backoff(interval_s: float, errors: int) -> float:
+        waits.append((interval_s, errors))
+        return 0.0  # no real waiting: the loop's arguments are what is under test
+
+    monkeypatch.setattr(poller_module, "backoff_delay", recording_backoff)
     store = Store("c1")
     bad = FakeSource("bad", "fail", interval_s=0.05)
-    poller = Poller([bad], store)
+    polls = Polls()
+    poller = Poller([bad], store, on_change=polls)
     poller.start()
-    await asyncio.sleep(0.5)
-    await poller.stop()
+    try:
+        await polls.until(lambda: len(waits) >= 4)
+    finally:
+        await poller.stop()
     health = store.health()["bad"]
     assert health.last_error == "ConnectionError: controller unreachable"
-    # with backoff 0.1, 0.2, 0.4 ... only a few calls fit in 0.5 s (without backoff ~10)
-    assert 2 <= bad.calls <= 4
+    assert waits[:4] == [(0.05, 1), (0.05, 2), (0.05, 3), (0.05, 4)], "each failure doubles the next wait"
+    assert [backoff_delay(0.05, e) for _, e in waits[:4]] == pytest.approx([0.1, 0.2, 0.4, 0.8])
 
 
 async def test_refresh_now_wakes_the_loop() -> None:
     store = Store("c1")
-    src = FakeSource("s", interval_s=30.0)
-    poller = Poller([src], store)
+    src = FakeSource("s", interval_s=3600.0)  # without the wake-up, no second poll for an hour
+    polls = Polls()
+    poller = Poller([src], store, on_change=polls)
     poller.start()
-    await asyncio.sleep(0.05)
-    assert src.calls == 1
-    poller.refresh_now()
-    await asyncio.sleep(0.05)
-    await poller.stop()
+    try:
+        await polls.until(lambda: polls.count == 1)
+        assert src.calls == 1
+        poller.refresh_now()
+        await polls.until(lambda: polls.count == 2)
+    finally:
+        await poller.stop()
     assert src.calls == 2
 
 

@@ -21,10 +21,6 @@ from slurmlab import SlurmLab, slurm_installed
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slurm: needs the live Slurm test bed (tests/testbed/slurm)")
-
-
 @pytest.fixture(scope="session")
 def slurm_lab() -> Iterator[SlurmLab]:
     why_not = slurm_installed()

@@ -20,7 +20,7 @@ from hpctui.runtime import Runtime
 from hpctui.sources.slurm.accounting import ABSENT, AccountingInfo
 from hpctui.sources.slurm.parse import FairShare
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.live, pytest.mark.slurm]
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 

@@ -9,7 +9,7 @@ from slurmlab import SlurmLab
 from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.live, pytest.mark.slurm]
 
 
 def test_drain_busy_node_then_drained_then_resume(lab: SlurmLab) -> None:

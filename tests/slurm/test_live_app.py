@@ -26,7 +26,7 @@ from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.status import StatusLine
 from hpctui.ui.widgets.tables import QueueTable
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.live, pytest.mark.slurm]
 
 
 def write_config(tmp_path: Path, lab: SlurmLab, *, with_demo: bool = False, interval_s: float = 0.5,

@@ -16,7 +16,7 @@ from hpctui.model import Part
 from hpctui.sources.base import SourceError
 from hpctui.store import Store
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.live, pytest.mark.slurm]
 
 
 def fake_tool(bin_dir: Path, name: str, script: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from slurm_helpers import BACKENDS, job, run, snapshot, source
 from slurmlab import NODES, SlurmLab, scenario
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.live, pytest.mark.slurm]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -139,8 +139,8 @@ async def test_q_quits_and_stops_runtime(make_runtime: Callable[..., Runtime]) -
     runtime = make_runtime()
     app = HpcApp(runtime, autostart=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.2)
-        assert runtime.poller._tasks, "poller started"
+        await pilot.pause()
+        assert runtime.poller._tasks, "poller started on mount"
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
@@ -183,7 +183,7 @@ async def test_writable_shows_action_keys(make_runtime: Callable[..., Runtime]) 
 
 
 async def test_wall_mode_is_read_only(make_runtime: Callable[..., Runtime]) -> None:
-    app = HpcApp(make_runtime(), wall=True, autostart=False)
+    app = HpcApp(make_runtime(), wall=True, autostart=False)  # a writable runtime: wall mode alone must lock it
     async with app.run_test(size=(160, 50)) as pilot:
         await load(app, pilot)
         assert app.theme == "wall"
@@ -191,6 +191,17 @@ async def test_wall_mode_is_read_only(make_runtime: Callable[..., Runtime]) -> N
         assert heatmap.min_cell_width == 3 and heatmap.cell_width >= 3
         shown = {b.binding.description for b in app.screen.active_bindings.values() if b.binding.show}
         assert "Drain" not in shown
+        dashboard = app.screen
+        for key in ("d", "u", "b", "B", "c", "C", "R", "X"):  # every node action key on the heatmap
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is dashboard, f"{key!r} opened {type(app.screen).__name__}"
+        app.screen.query_one(QueueTable).focus()
+        for key in ("x", "R", "H", "h", "l"):  # every job action key on the queue
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is dashboard, f"{key!r} opened {type(app.screen).__name__}"
+        assert not app.runtime.executor.audit.read(), "nothing reached the executor"
 
 
 async def test_status_line_shows_stale_and_error(make_runtime: Callable[..., Runtime], clock: Clock) -> None:
@@ -281,9 +292,25 @@ async def test_metric_key_changes_legend(make_runtime: Callable[..., Runtime]) -
         assert "≥80%" in str(legend.render())
 
 
-async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock: Clock) -> None:
+async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock: Clock,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Above 2,048 nodes, heatmap levels and cluster-wide IB rows are built off the event loop."""
+    import threading
+
     from hpctui.model import IbPort, SlurmNodeInfo, SourceResult
+    from hpctui.ui.screens import dashboard
+    from hpctui.ui.widgets import heatmap as heatmap_module
+
+    threads: dict[str, set[str]] = {"levels": set(), "ib": set()}
+
+    def recording(what: str, func: Callable[..., object]) -> Callable[..., object]:
+        def wrapper(*args: object) -> object:
+            threads[what].add(threading.current_thread().name)
+            return func(*args)
+        return wrapper
+
+    monkeypatch.setattr(heatmap_module, "compute_levels", recording("levels", heatmap_module.compute_levels))
+    monkeypatch.setattr(dashboard, "ib_rows", recording("ib", dashboard.ib_rows))
 
     n = 3000
     runtime = Runtime("synth", [], clock=clock, audit_path=tmp_path / "audit.jsonl")
@@ -301,3 +328,6 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
         ib_table = app.screen.query_one("#ib")
         assert len(ib_table.view) == n
         assert ib_table.view[0].port.state == "DOWN", "problems first"
+    main = threading.main_thread().name
+    assert threads["levels"] and main not in threads["levels"], threads
+    assert threads["ib"] and main not in threads["ib"], threads

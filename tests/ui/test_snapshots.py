@@ -39,3 +39,68 @@ def test_triage_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]
         await load(app, pilot)
 
     assert snap_compare(app, terminal_size=(200, 60), run_before=run_before, press=keys)
+
+
+# -- states beyond the plain dashboard -------------------------------------------------------------
+def test_dashboard_80x24_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_read_only_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:
+    """READ-ONLY in the status line, no action keys in the footer."""
+    app = HpcApp(make_runtime(read_only=True), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_stale_error_status_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], clock: Any) -> None:
+    """The source failed 42 s after its last good read: stale, with the error, in the status line."""
+    from conftest import FIXED
+
+    app = HpcApp(make_runtime(), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+        clock.t = FIXED + 42
+        app.runtime.store.record_error("demo", "slurmctld unreachable")
+        app.refresh_from_store()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_action_dialog_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:
+    """Drain of two marked nodes: the plan, the commands and the typed confirmation word."""
+    app = HpcApp(make_runtime(), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+        await pilot.press("space", "right", "space", "d")
+        await pilot.pause()
+        await pilot.press(*"xid 79")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+
+
+def test_job_detail_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:
+    """Job detail of the first queued job, with fair-share and QoS from (demo) accounting."""
+    app = HpcApp(make_runtime(), autostart=False)
+
+    async def run_before(pilot: Any) -> None:
+        await load(app, pilot)
+        app.screen.query_one("#queue").focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

@@ -63,10 +63,8 @@ async def test_enter_on_a_pending_job_explains_why_it_waits(make_runtime: Callab
         text = str(app.screen.query_one("#job-body", Static).render())
         assert "Dependency" in text and "depend" in text.lower().split("dependency", 1)[1]
         accounting = app.screen.query_one("#job-accounting", Static)
-        for _ in range(40):
-            if "Fair-share" in str(accounting.render()):
-                break
-            await pilot.pause(0.05)
+        await app.workers.wait_for_complete()  # the accounting worker has answered
+        await pilot.pause()
         shown = str(accounting.render())
         assert "Fair-share" in shown and (pending.user or "?") in shown and f"QoS  {pending.qos}" in shown
         await pilot.press("escape")

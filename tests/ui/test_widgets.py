@@ -86,8 +86,11 @@ async def test_table_100k_sort_filter_visible_only() -> None:
         table.sort_by("gpus", reverse=True)
         assert table.view[0].gpus_requested == 8
         table.sort_by("id")
-        ids = [j.job_id for j in table.view[:50]]
-        assert ids == sorted(ids) or table.view[0].array_job_id is not None
+        # array tasks sort under their array's id, by task number; plain jobs by their own id
+        order = [(j.array_job_id if j.array_job_id is not None else j.job_id,
+                  j.array_task_id if j.array_task_id is not None else -1) for j in table.view]
+        assert order == sorted(order)
+        assert [j.display_id for j in table.view[:3]] == ["100000_0", "100000_4", "100000_8"]
         table.set_filter("user7 ")
         assert table.view and all("user7" in (j.user or "") for j in table.view)
         table.set_filter("")
@@ -106,7 +109,10 @@ def test_cell_width_fits_the_cluster_to_the_screen() -> None:
     assert hm._fit_cell_width(width=50, height=20) == 2  # never below the minimum
     hm.names = []
     assert hm._fit_cell_width(width=50, height=20) == 2
-    assert MAX_CELL_WIDTH >= 5
+    hm.names = [f"gpu{i:04d}" for i in range(4)]
+    assert MAX_CELL_WIDTH == 7
+    assert hm._fit_cell_width(width=500, height=200) == 7, "a roomy screen stops growing at the cap"
+    assert hm._fit_cell_width(width=13, height=1) == 3  # 4 cells of 3 fit a 13-wide row, 4 of 4 do not
     assert node_label("gpu0007") == "g0007" and node_label("cpu01") == "c01" and node_label("login") == "login"
 
 
@@ -118,3 +124,23 @@ def test_status_marks_a_fresh_source_with_warnings() -> None:
     assert source_text(ok, 101.0, 5.0, 3.0) == ("slurm ✓ 1s", "$success")
     warned = SourceHealth(name="slurm", kind="slurm", last_success=100.0, warnings=("2 unreadable job record(s) dropped",))
     assert source_text(warned, 101.0, 5.0, 3.0) == ("slurm ⚠ 1s: 2 unreadable job record(s) dropped", "$warning")
+
+
+async def test_job_id_sort_is_numeric_and_keeps_array_tasks_together() -> None:
+    """Sorted by job id as squeue orders them, not by the text shown (where "10" < "9")."""
+    from hpctui.model import SlurmJob
+
+    rows = [SlurmJob(job_id=10), SlurmJob(job_id=100), SlurmJob(job_id=9),
+            SlurmJob(job_id=60, array_job_id=5, array_task_id=10), SlurmJob(job_id=59, array_job_id=5, array_task_id=9),
+            SlurmJob(job_id=5, array_job_id=5, array_task_str="11-20")]
+    app = TableApp()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(QueueTable)
+        table.set_rows(rows)
+        table.sort_by("id")
+        await pilot.pause()
+        assert [j.display_id for j in table.view] == ["5_9", "5_10", "5_[11-20]", "9", "10", "100"]
+        table.sort_by("id")  # the same column again: descending
+        assert [j.display_id for j in table.view] == ["100", "10", "9", "5_[11-20]", "5_10", "5_9"]
+        table.sort_by("gpus", reverse=False)
+        assert table.sort_column == "gpus" and not table.sort_reverse

@@ -53,7 +53,7 @@ _WORDS = {
     "Node": "nodes", "Nodes": "nodes", "GRES": "GRES (e.g. GPUs)", "TRES": "TRES", "Billing": "billing",
     "Energy": "energy", "License": "licenses", "BB": "burst buffer", "Run": "running", "Minutes": "minutes",
     "Mins": "minutes", "User": "user", "Account": "account", "Accrue": "accruing jobs", "Time": "time",
-    "Unk": "resources", "Limit": "", "Pre": "pre", "Protected": "protected",
+    "Unknown": "resources", "Limit": "", "Pre": "pre", "Protected": "protected",
 }
 _LIMIT = re.compile(r"^(QOS|Assoc)(.+?)(Limit)?$")
 _TOKENS = re.compile(r"GRES|TRES|CPU|BB|[A-Z][a-z]*|[a-z]+")
