@@ -89,9 +89,8 @@ class _Scrub:
 
 def xid_action(xid: int) -> str:
     """Recommended action for an Xid: ``XID_ACTION`` where the model has it, else the catalogue's hint."""
-    table: Mapping[int, str] | None = getattr(gpu_model, "XID_ACTION", None)
-    if table and xid in table:
-        return table[xid]
+    if xid in gpu_model.XID_ACTION:
+        return gpu_model.XID_ACTION[xid]
     meaning = gpu_model.XID_MEANING.get(xid, "")
     m = re.search(r"\(([^)]*)\)\s*$", meaning)
     if m:

@@ -100,7 +100,7 @@ async def test_content_matches_the_snapshot_field_by_field(tmp_path: Path) -> No
     for x in xids:  # type: ignore[attr-defined]
         assert x["meaning"] == XID_MEANING[x["xid"]] and x["action"] == xid_action(x["xid"])
     xid79 = next(x for x in xids if x["xid"] == 79)  # type: ignore[attr-defined]
-    assert xid79["action"] == "reboot node"
+    assert xid79["action"] == "reboot the node"  # XID_ACTION (FACTS §1)
     ib = {(p["node"], p["device"], p["port"]): p for p in doc["ib_ports"]}  # type: ignore[attr-defined]
     for node in ("gpu0001", "gpu0003", "gpu0005"):
         for p in snap.ib.get(node, ()):
@@ -193,7 +193,7 @@ def test_cli_report_from_the_demo(tmp_path: Path) -> None:
     assert doc["window"]["seconds"] == 3600 and doc["xid_events"]
     assert doc["charts"], "the demo replays its recent past so the charts have a history"
     md = (out / "report.md").read_text()
-    assert "## Xid events" in md and "## Timeline" in md and "reboot node" in md
+    assert "## Xid events" in md and "## Timeline" in md and "reboot the node" in md
 
 
 def test_cli_report_usage_errors(tmp_path: Path) -> None:

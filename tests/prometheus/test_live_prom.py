@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import complete, wait_scrapes
+from promkit import complete, wait_scrapes
 from promlab import PromLab
 
 from hpctui.health import Thresholds

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import complete
+from promkit import complete
 from promlab import PromLab
 
 from hpctui.config import parse_config

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import FIXED, Clock, load
 from textual.widgets import Footer, Input
+from uikit import FIXED, Clock, load
 
 from hpctui.actions.base import ActionKind
 from hpctui.runtime import Runtime

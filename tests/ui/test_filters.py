@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import load
+from uikit import load
 
 from hpctui.model.hostlist import expand
 from hpctui.runtime import Runtime

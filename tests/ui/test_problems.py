@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import FIXED, load
+from uikit import FIXED, load
 
 from hpctui.findings import findings_for
 from hpctui.health import Finding, Thresholds

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import load
+from uikit import load
 
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp

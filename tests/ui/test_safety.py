@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import load
 from textual import events
 from textual.widgets import Input
+from uikit import load
 
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp

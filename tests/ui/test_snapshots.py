@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import load
+from uikit import load
 
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
@@ -63,7 +63,7 @@ def test_read_only_snapshot(snap_compare: Any, make_runtime: Callable[..., Runti
 
 def test_stale_error_status_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], clock: Any) -> None:
     """The source failed 42 s after its last good read: stale, with the error, in the status line."""
-    from conftest import FIXED
+    from uikit import FIXED
 
     app = HpcApp(make_runtime(), autostart=False)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import load
 from textual.widgets import Button, Input, Static
+from uikit import load
 
 from hpctui.correlate import workload_index
 from hpctui.model import ControllerHealth
