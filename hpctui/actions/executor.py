@@ -25,6 +25,7 @@ from hpctui.actions.base import (
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import HostlistError, expand
+from hpctui.sanitize import clean_text, is_clean
 from hpctui.sources.base import ActionBackend
 
 
@@ -120,6 +121,8 @@ class ActionExecutor:
             if interrupted:  # the outcome per target is unknown: say so rather than stay silent
                 results = tuple(TargetResult(target=t, ok=False, message="interrupted: outcome unknown, check the "
                                              "next refresh") for t in plan.targets)
+            results = tuple(r if is_clean(r.message) else msgspec.structs.replace(r, message=clean_text(r.message))
+                            for r in results)  # backends quote Slurm/K8s output: never raw to the screen
             result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
                                   results=results, refused=refused)
             self._audit(result)

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from hpctui.sanitize import clean_text
+
 # After SIGKILL, how long to wait for the child to go. A process stuck in the kernel (D state,
 # e.g. on a hung NFS mount) ignores SIGKILL until the kernel lets go: never wait for it forever.
 KILL_WAIT_S = 5.0
@@ -42,7 +44,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     def message(self) -> str:
         """Slurm's own words: stderr if any, else stdout; one line per message, trimmed."""
         text = self.stderr.strip() or self.stdout.decode(errors="replace").strip()
-        return " ".join(line.strip() for line in text.splitlines() if line.strip())[:500]
+        return clean_text(" ".join(line.strip() for line in text.splitlines() if line.strip())[:500])
 
 
 class Runner:
