@@ -6,6 +6,8 @@ the message is one line because it ends up in the status bar and the source heal
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 
@@ -34,8 +36,16 @@ def repair_json(data: bytes | str) -> str | None:
             changed = True
     else:
         text = data
-    fixed = text.translate(_RAW_CONTROLS)
+    fixed = _SURROGATE_ESCAPE.sub(_keep_pairs, text.translate(_RAW_CONTROLS))
     return fixed if changed or fixed != text else None
+
+
+# "\udcff" alone is a lone surrogate, which msgspec refuses; a high+low pair is a real character.
+_SURROGATE_ESCAPE = re.compile(r"(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _keep_pairs(m: re.Match[str]) -> str:
+    return m.group(1) or "\\ufffd"
 
 
 def from_msgspec(what: str, exc: Exception) -> SlurmParseError:
