@@ -135,7 +135,7 @@ def test_cli_json_with_raw_bytes_costs_one_character_not_the_document() -> None:
     doc["jobs"][0]["name"] = "NAME_A"
     doc["jobs"][1]["name"] = "NAME_B"
     raw = json.dumps(doc).encode().replace(b"NAME_A", b"x\xff\\ny").replace(b"NAME_B", b"T\x1b]0;PWNED\x07X")
-    with pytest.raises(Exception):
+    with pytest.raises(msgspec.DecodeError):
         msgspec.json.decode(raw)  # what blanked the source before
     jobs = parse.parse_jobs_json(raw)
     assert len(jobs) == len(parse.parse_jobs_json((FIX / "cli_squeue.json").read_bytes()))
