@@ -7,6 +7,7 @@ calls per refresh (controller load) and a hung ``sinfo`` can never stall the eve
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
 import time
@@ -15,6 +16,28 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from hpctui.sanitize import clean_text
+
+# Process groups of children still running (pid == pgid: each starts its own session).
+_LIVE: set[int] = set()
+
+
+def kill_children() -> int:
+    """SIGKILL the process group of every child still running; how many were there.
+
+    Called on every exit path (signal handlers, atexit): a hung ``sinfo`` started in its
+    own session would otherwise outlive us as an orphan (ppid 1)."""
+    n = 0
+    for pgid in list(_LIVE):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            n += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+        _LIVE.discard(pgid)
+    return n
+
+
+atexit.register(kill_children)
 
 # After SIGKILL, how long to wait for the child to go. A process stuck in the kernel (D state,
 # e.g. on a hung NFS mount) ignores SIGKILL until the kernel lets go: never wait for it forever.
@@ -80,6 +103,16 @@ class Runner:
             raise CommandError(f"{argv[0]}: command not found") from exc
         except OSError as exc:
             raise CommandError(f"{argv[0]}: {exc}") from exc
+        _LIVE.add(proc.pid)
+        try:
+            return await self._wait(proc, argv, limit, started)
+        finally:
+            if proc.returncode is None:  # any way out while it runs: no orphan
+                _kill_group(proc)
+            _LIVE.discard(proc.pid)
+
+    async def _wait(self, proc: asyncio.subprocess.Process, argv: tuple[str, ...], limit: float,
+                    started: float) -> RunResult:
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout=limit)
         except (TimeoutError, asyncio.CancelledError) as exc:
