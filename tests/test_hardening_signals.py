@@ -44,11 +44,12 @@ def _wait_for(cond: object, timeout: float, what: str) -> None:
 def _group_members(pgid: int) -> list[int]:
     """Pids still alive (not zombies) whose process group is ``pgid``."""
     out = []
-    for entry in os.listdir("/proc"):
+    for path in Path("/proc").iterdir():
+        entry = path.name
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            stat = (path / "stat").read_text()
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
@@ -93,7 +94,7 @@ def test_snapshot_killed_during_a_hung_sinfo_leaves_no_child(tmp_path: Path, sig
         pgid = int(pid_file.read_text())
         assert _group_members(pgid)
         proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
         assert proc.returncode == 128 + sig, err
         assert err.decode().strip() == f"hpctui: interrupted by {sig.name}"
         _wait_for(lambda: not _group_members(pgid), 5, "the sinfo group to go")
@@ -149,7 +150,7 @@ def test_kill_9_during_an_action_still_leaves_the_intent_record(tmp_path: Path) 
     proc = subprocess.Popen([sys.executable, "-c", ACT, str(cfg)], stderr=subprocess.PIPE)
     pid_file = tmp_path / "scontrol.pid"
     try:
-        _wait_for(lambda: pid_file.exists() and pid_file.read_text().strip() or proc.poll() is not None, 60,
+        _wait_for(lambda: (pid_file.exists() and pid_file.read_text().strip()) or proc.poll() is not None, 60,
                   "scontrol to start")
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         os.kill(proc.pid, signal.SIGKILL)
