@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from hpctui import __version__, signals
 from hpctui.config import ConfigError, default_config_path, load_config, pick_cluster
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.runner import kill_children
 
 if TYPE_CHECKING:
@@ -28,8 +29,13 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage + message; we print one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see --help)\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def one_line(message: str) -> str:
+    """A message for stderr: one line, nothing a terminal would act on (it may quote the file)."""
+    return clean_text(" ".join(message.split()))
 
 
 def _positive_int(text: str) -> int:
@@ -97,7 +103,7 @@ def run_snapshot(argv: Sequence[str]) -> int:
     try:
         runtime = _runtime(args, read_only=True)
     except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
 
     signalled: list[int] = []
@@ -147,10 +153,10 @@ def run_app(argv: Sequence[str]) -> int:
         if theme_errors:  # a broken theme file is a configuration error, not something to guess around
             raise ThemeError(theme_errors[0])
     except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
     except ThemeError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
     theme = args.theme or runtime.theme
     if theme not in themes:

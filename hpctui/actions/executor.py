@@ -21,6 +21,8 @@ from hpctui.actions.base import (
     ActionPlan,
     ActionResult,
     TargetResult,
+    reason_problem,
+    stored_reason,
 )
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
@@ -74,6 +76,14 @@ class ActionExecutor:
         clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
         errors: list[str] = []
         notes: list[str] = []
+        if "reason" in params:  # one validation and one stored form for every backend
+            raw = params["reason"]
+            params["reason"] = stored_reason(raw)
+            problem = reason_problem(params["reason"])
+            if problem:
+                errors.append(problem)
+            elif params["reason"] != raw.strip():
+                notes.append(f"reason as Slurm stores it: {params['reason']}")
         on_nodes = params.pop("on_nodes", "").strip() if kind in JOB_ACTIONS else ""
         if on_nodes:
             found, problem = _jobs_on_nodes(snapshot, on_nodes)

@@ -177,7 +177,7 @@ class PyslurmBackend:
         except SourceError as exc:
             return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
                     for r in results]
-        states = {k: j.state for j in jobs for k in (str(j.job_id), j.display_id)}
+        states = {k: j.state for j in jobs or () for k in (str(j.job_id), j.display_id)}
         return [
             r if not r.ok or states.get(r.target, "CANCELLED") in ("CANCELLED", "COMPLETING")
             else TargetResult(target=r.target, ok=False, message=f"still {states[r.target]} after cancel")
