@@ -86,7 +86,7 @@ def read_small_file(path: Path, what: str, limit: int = MAX_CONFIG_BYTES) -> byt
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} file not found") from None
+        raise ConfigError(f"{path}: cannot read {what}: {what} file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
