@@ -319,8 +319,9 @@ slurmd_namespaces() {  # the UTS namespace of every slurmd (each runs in its own
     [ -e "$f" ] || continue
     pid=$(cat "$f")
     ns=$(readlink "/proc/$pid/ns/uts" 2>/dev/null) || continue
-    [ "$ns" != "$own" ] && echo "$ns"
+    if [ "$ns" != "$own" ]; then echo "$ns"; fi
   done | sort -u
+  return 0
 }
 
 kill_job_processes() {  # kill_job_processes NS...: SIGKILL, by pid, what is left in those namespaces
@@ -328,15 +329,15 @@ kill_job_processes() {  # kill_job_processes NS...: SIGKILL, by pid, what is lef
   # and the wait, whatever still runs in a slurmd's namespace (other than slurmd) is killed by pid.
   [ $# -gt 0 ] || return 0
   local p ns pid n=0 keep
-  keep=" $(cat "$RUN"/slurmd.*.fg.pid 2>/dev/null | tr '\n' ' ') "
+  keep=" $(cat "$RUN"/slurmd.*.fg.pid 2>/dev/null | tr '\n' ' ' || true) "
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}
     ns=$(readlink "$p/ns/uts" 2>/dev/null) || continue
     case " $* " in *" $ns "*) ;; *) continue ;; esac
     case "$keep" in *" $pid "*) continue ;; esac
-    kill -KILL "$pid" 2>/dev/null && n=$((n+1))
+    if kill -KILL "$pid" 2>/dev/null; then n=$((n+1)); fi
   done
-  [ $n -gt 0 ] && log "killed $n leftover job process(es) (slurmstepd/slurm_script) by pid"
+  if [ $n -gt 0 ]; then log "killed $n leftover job process(es) (slurmstepd/slurm_script) by pid"; fi
   return 0
 }
 
@@ -370,7 +371,7 @@ case "${1:-}" in
   stop)
     T0=$(now)
     alive "$RUN/slurmctld.fg.pid" && { cancel_all || log "jobs still running at stop"; }
-    NSS=$(slurmd_namespaces)
+    NSS=$(slurmd_namespaces || true)
     # shellcheck disable=SC2086
     kill_job_processes $NSS
     T1=$(now)
