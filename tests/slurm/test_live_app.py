@@ -42,7 +42,7 @@ interval_s = {interval_s}
 timeout_s = {timeout_s}
 """
     if with_demo:
-        text += '[[clusters.lab.sources]]\nkind = "demo"\nsize = 4\ninterval_s = 0.3\n'
+        text += '[[clusters.lab.sources]]\nkind = "demo"\nsize = 4\ninterval_s = 0.5\n'
     path = tmp_path / "config.toml"
     path.write_text(text)
     return path

@@ -116,6 +116,8 @@ class CliBackend:
             out = await parse_off_loop(from_text, decode_output(res.stdout), dropped)
         except parse.SlurmParseError as exc:
             raise SourceError(f"cannot read Slurm {what}: {exc}") from exc
+        if dropped.count and not out:  # nothing readable at all: that is not "no jobs"
+            raise SourceError(f"cannot read Slurm {what}: {dropped.messages[0]}")
         dropped.report(warnings)
         return out
 

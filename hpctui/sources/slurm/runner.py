@@ -94,11 +94,18 @@ class Runner:
         limit = self.timeout_s if timeout_s is None else timeout_s
         self.calls.append(" ".join(argv))
         started = time.monotonic()
+        # The spawn is shielded: a cancel (SIGHUP/SIGTERM) landing inside create_subprocess_exec
+        # would otherwise kill only the child, then wait for its pipes, which a grandchild (the
+        # `sleep` of a hung wrapper) keeps open: the exit would hang. The group is killed instead.
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True,
+        ))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True,
-            )
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            spawn.add_done_callback(_kill_spawned)
+            raise
         except FileNotFoundError as exc:
             raise CommandError(f"{argv[0]}: command not found") from exc
         except OSError as exc:
@@ -128,6 +135,13 @@ class Runner:
         return RunResult(argv=argv, rc=proc.returncode if proc.returncode is not None else -1,
                          stdout=out, stderr=err.decode(errors="replace"),
                          duration_s=time.monotonic() - started)
+
+
+def _kill_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """A child whose spawn finished after we were cancelled: kill its whole group at once."""
+    if spawn.cancelled() or spawn.exception() is not None:
+        return
+    _kill_group(spawn.result())
 
 
 async def _reap(proc: asyncio.subprocess.Process, limit_s: float) -> bool:
