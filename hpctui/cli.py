@@ -7,27 +7,36 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from hpctui import __version__
+from hpctui import __version__, signals
 from hpctui.config import ConfigError, default_config_path, load_config, pick_cluster
+from hpctui.sanitize import clean_text
+from hpctui.sources.slurm.runner import kill_children
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
 EXIT_USAGE = 2
 EXIT_FINDINGS = 3  # snapshot --fail-on: findings of that level or worse exist
+MAX_DEMO_SIZE = 65_536
 
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage + message; we print one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see --help)\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def one_line(message: str) -> str:
+    """A message for stderr: one line, nothing a terminal would act on (it may quote the file)."""
+    return clean_text(" ".join(message.split()))
 
 
 def _positive_int(text: str) -> int:
@@ -40,9 +49,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _demo_size(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_DEMO_SIZE:
+        raise argparse.ArgumentTypeError(f"at most {MAX_DEMO_SIZE:,}: {text}")
+    return value
+
+
 def _add_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true", help="use the built-in simulated cluster")
-    p.add_argument("--demo-size", type=_positive_int, default=64, metavar="N", help="GPU nodes in the demo cluster (default 64)")
+    p.add_argument("--demo-size", type=_demo_size, default=64, metavar="N", help="GPU nodes in the demo cluster (default 64)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the demo cluster (default 0)")
     p.add_argument("--config", type=Path, metavar="PATH", help=f"config file (default {default_config_path()})")
     p.add_argument("--cluster", metavar="NAME", help="which configured cluster to show")
@@ -104,16 +120,38 @@ def run_snapshot(argv: Sequence[str]) -> int:
     try:
         runtime = _runtime(args, read_only=True)
     except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
 
+    signalled: list[int] = []
+
     async def collect() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_signal(signum: int) -> None:  # SIGHUP/TERM/INT: stop now, kill our children
+            signalled.append(signum)
+            task.cancel()
+
+        undo = signals.install(asyncio.get_running_loop(), on_signal)
         try:
             await runtime.collect_once()
+        except asyncio.CancelledError:
+            if not signalled:
+                raise
         finally:
-            await runtime.stop()
+            try:
+                await runtime.stop()
+            finally:
+                undo()
 
-    asyncio.run(collect())
+    try:
+        asyncio.run(collect())
+    finally:
+        kill_children()
+    if signalled:
+        sys.stderr.write(f"hpctui: interrupted by {signal.Signals(signalled[0]).name}\n")
+        return 128 + signalled[0]
     snapshot = runtime.store.snapshot()
     problems = problem_findings(snapshot, runtime.thresholds)
     pretty = args.pretty or sys.stdout.isatty()
@@ -186,19 +224,19 @@ def run_report(argv: Sequence[str]) -> int:
 def run_app(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     read_only = bool(args.read_only or args.wall) or None
+    from hpctui.ui.themes import ThemeError, load_themes  # outside the try: a failed import is not a ThemeError
+
     try:
         runtime = _runtime(args, read_only=read_only, theme=args.theme)
-        from hpctui.ui.themes import ThemeError, load_themes
-
         theme_errors: list[str] = []
         themes = load_themes(errors=theme_errors)
         if theme_errors:  # a broken theme file is a configuration error, not something to guess around
             raise ThemeError(theme_errors[0])
     except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
     except ThemeError as exc:
-        sys.stderr.write(f"hpctui: {exc}\n")
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
     theme = args.theme or runtime.theme
     if theme not in themes:
@@ -206,21 +244,57 @@ def run_app(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     from hpctui.ui.app import HpcApp
 
-    HpcApp(runtime, theme=theme, wall=args.wall).run()
-    return 0
+    app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True)
+    try:
+        app.run()
+    finally:
+        kill_children()
+    if app.exit_signal is not None:
+        sys.stderr.write(f"hpctui: exited on {signal.Signals(app.exit_signal).name}\n")
+    # a crash inside the app (Textual prints the traceback) must never look like success
+    return app.return_code or 0
+
+
+# Options that take a value: their value is never the subcommand.
+_VALUE_OPTIONS = frozenset({"--config", "--cluster", "--demo-size", "--seed", "--theme", "--format", "--context"})
+
+
+SUBCOMMANDS = ("snapshot", "act", "report")
+
+
+def split_subcommand(args: list[str]) -> tuple[str | None, list[str]]:
+    """``hpctui --config F snapshot --format json`` → ("snapshot", [--config F --format json]):
+    global options are accepted before or after the subcommand, as users type them."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            break
+        if arg in _VALUE_OPTIONS:
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        if arg in SUBCOMMANDS:
+            return arg, args[:i] + args[i + 1:]
+        break
+    return None, args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args and args[0] == "snapshot":
-            return run_snapshot(args[1:])
-        if args and args[0] == "act":
-            return run_act(args[1:])
-        if args and args[0] == "report":
-            return run_report(args[1:])
-        return run_app(args)
+        command, rest = split_subcommand(args)
+        if command == "snapshot":
+            return run_snapshot(rest)
+        if command == "act":
+            return run_act(rest)
+        if command == "report":
+            return run_report(rest)
+        return run_app(rest)
     except KeyboardInterrupt:
+        kill_children()
         return 130
 
 

@@ -6,7 +6,9 @@ and the offending key, never a traceback.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -76,27 +78,85 @@ def _key_path(exc: msgspec.ValidationError, prefix: str = "") -> str:
     return f"{full}: {message[:1].lower()}{message[1:]}" if full else message
 
 
+MAX_CONFIG_BYTES = 1024 * 1024  # a config is a few KB; /dev/zero or a log file is not a config
+
+
+def read_small_file(path: Path, what: str, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """A regular file's bytes, at most ``limit``; one-line errors for anything else.
+
+    Opened non-blocking and checked with fstat before reading: a FIFO never hangs us,
+    ``/dev/zero`` never fills the memory, a directory is named as such.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: cannot read {what}: {what} file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise ConfigError(f"{path}: cannot read {what}: {kind}")
+        if st.st_size > limit:
+            raise ConfigError(f"{path}: {what} too large ({st.st_size:,} bytes; at most {limit:,})")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise ConfigError(f"{path}: {what} too large (more than {limit:,} bytes)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def decode_toml(raw: bytes, origin: str, what: str = "config") -> dict[str, Any]:
+    """UTF-8 TOML → dict, every failure as one line (bad bytes with their offset, nesting too deep)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{origin}: {what} is not UTF-8 (invalid byte 0x{raw[exc.start]:02x} at byte offset "
+                          f"{exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: invalid TOML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{origin}: invalid TOML: nested too deeply") from None
+
+
 def load_config(path: Path) -> AppConfig:
     """Read and validate a config file; raise ConfigError with one readable line."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8", errors="replace"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    return parse_config(data, str(path))
+    return parse_config(decode_toml(read_small_file(path, "config"), str(path)), str(path))
 
 
 def parse_config(data: dict[str, Any], origin: str = "<config>") -> AppConfig:
+    try:
+        return _parse_config(data, origin)
+    except ConfigError:
+        raise
+    except RecursionError:
+        raise ConfigError(f"{origin}: nested too deeply") from None
+    except Exception as exc:  # any other convert error is still one line, never a traceback
+        raise ConfigError(f"{origin}: {type(exc).__name__}: {exc}") from None
+
+
+def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
     try:
         config = msgspec.convert(data, AppConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{origin}: {_key_path(exc)}") from None
     for cname, cluster in config.clusters.items():
+        if not cluster.sources:
+            raise ConfigError(f"{origin}: clusters.{cname}.sources: no source configured "
+                              f"(add at least one, e.g. kind = \"slurm\")")
         for i, _ in enumerate(cluster.sources):
             source_settings(config, cname, i, origin)  # validate eagerly
         for part in cluster.precedence:
@@ -115,6 +175,8 @@ def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "
     kind = entry.pop("kind", None)
     if kind is None:
         raise ConfigError(f"{origin}: {where}.kind: missing (one of {', '.join(SOURCE_KINDS)})")
+    if not isinstance(kind, str):
+        raise ConfigError(f"{origin}: {where}.kind: expected a string, got {type(kind).__name__}")
     if kind in PLANNED_SOURCE_KINDS:
         raise ConfigError(f"{origin}: {where}.kind: source kind {kind!r} is not implemented in this version")
     entry_kind = SOURCE_KINDS.get(kind) if isinstance(kind, str) else None

@@ -7,8 +7,10 @@ incident reports all agree on what "sick" means.
 from __future__ import annotations
 
 import time
+from typing import Annotated
 
 import msgspec
+from msgspec import Meta
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
 from hpctui.model.gpu import XID_MEANING, xid_severity
@@ -18,14 +20,19 @@ from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
 class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """Alert thresholds; the ``[thresholds]`` table of the config file."""
 
-    gpu_temp_warn_c: float = 83.0
-    gpu_temp_crit_c: float = 88.0
-    hbm_temp_warn_c: float = 90.0
-    gpu_power_warn_pct: float = 98.0  # of the power limit
-    ecc_corrected_warn: int = 1000  # volatile corrected errors
-    mount_slow_ms: float = 500.0
-    stale_factor: float = 3.0  # a source is stale after this many missed intervals
-    flap_window_s: float = 600.0  # a problem that cleared stays listed (as recovered) this long
+    gpu_temp_warn_c: Annotated[float, Meta(ge=0, le=200)] = 83.0  # bounds also reject NaN/inf
+    gpu_temp_crit_c: Annotated[float, Meta(ge=0, le=200)] = 88.0
+    hbm_temp_warn_c: Annotated[float, Meta(ge=0, le=200)] = 90.0
+    gpu_power_warn_pct: Annotated[float, Meta(gt=0, le=1000)] = 98.0  # of the power limit
+    ecc_corrected_warn: Annotated[int, Meta(ge=1, le=2**62)] = 1000  # volatile corrected errors
+    mount_slow_ms: Annotated[float, Meta(gt=0, le=3_600_000)] = 500.0
+    stale_factor: Annotated[float, Meta(ge=1, le=1000)] = 3.0  # a source is stale after this many missed intervals
+    flap_window_s: Annotated[float, Meta(ge=0, le=86_400)] = 600.0  # a cleared problem stays listed (recovered) this long
+
+    def __post_init__(self) -> None:
+        if self.gpu_temp_warn_c >= self.gpu_temp_crit_c:
+            raise ValueError(f"gpu_temp_warn_c ({self.gpu_temp_warn_c:g}) must be below "
+                             f"gpu_temp_crit_c ({self.gpu_temp_crit_c:g})")
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):

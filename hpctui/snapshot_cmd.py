@@ -13,6 +13,7 @@ import msgspec
 from hpctui.findings import findings_for
 from hpctui.health import Finding, Thresholds, all_findings, node_findings
 from hpctui.model import ClusterSnapshot, Severity, fmt_na
+from hpctui.sanitize import clean_text
 
 
 def render_json(snapshot: ClusterSnapshot, findings: list[Finding] | None = None, *, pretty: bool = True) -> str:
@@ -88,4 +89,6 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
     problems = [f for f in all_findings(snapshot, thresholds) if f.severity >= Severity.WARNING]
     lines.append(f"findings (warning and worse): {len(problems)}")
     lines.extend(f"  {f.severity.name:<8} {f.object:<28} {f.message}" for f in problems)
-    return "\n".join(lines) + "\n"
+    # The model is already clean (parsers sanitise); this guards the table itself: no raw
+    # control byte ever reaches a terminal or a `| cat -v`, whatever a future field adds.
+    return clean_text("\n".join(lines), keep_newlines=True) + "\n"

@@ -34,6 +34,7 @@ from hpctui.model import (
     SourceHealth,
     SourceResult,
 )
+from hpctui.sanitize import clean_text, is_clean
 
 EVENT_LIMIT = 1000
 V = TypeVar("V")
@@ -177,7 +178,7 @@ class Store:
         if result.k8s_queues is not None:
             self._k8s_queues[src] = result.k8s_queues
         if result.events is not None:
-            self._events.extend(result.events)
+            self._events.extend(map(_clean_event, result.events))
         if result.controller is not None:
             self._controller = result.controller
         if result.node_times is not None:
@@ -192,8 +193,9 @@ class Store:
         old = self._health.get(result.source) or SourceHealth(name=result.source, kind="?")
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
-            last_error=None, consecutive_errors=0, last_duration_s=duration_s, warnings=result.warnings,
-            part_errors=dict(result.part_errors),
+            last_error=None, consecutive_errors=0, last_duration_s=duration_s,
+            warnings=tuple(clean_text(w) for w in result.warnings),
+            part_errors={k: clean_text(v) for k, v in result.part_errors.items()},
             stale_after_s=result.stale_after_s if result.stale_after_s is not None else old.stale_after_s,
         )
         self._changed()
@@ -203,14 +205,14 @@ class Store:
         old = self._health.get(source) or SourceHealth(name=source, kind="?")
         self._health[source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
-            last_error=error, consecutive_errors=old.consecutive_errors + 1,
+            last_error=clean_text(error), consecutive_errors=old.consecutive_errors + 1,
             last_duration_s=old.last_duration_s, warnings=old.warnings, part_errors=old.part_errors,
             stale_after_s=old.stale_after_s,
         )
         self._changed(data=False)
 
     def add_events(self, events: Iterable[Event]) -> None:
-        self._events.extend(events)
+        self._events.extend(map(_clean_event, events))
         self._changed()
 
     def _changed(self, data: bool = True) -> None:
@@ -293,6 +295,13 @@ class Store:
 
     def health(self) -> dict[str, SourceHealth]:
         return dict(self._health)
+
+
+def _clean_event(event: Event) -> Event:
+    """Event messages quote cluster output (K8s event text, probe lines): never raw to a terminal."""
+    if is_clean(event.message) and is_clean(event.object):
+        return event
+    return msgspec.structs.replace(event, message=clean_text(event.message), object=clean_text(event.object))
 
 
 def _with_node(pod: Pod, node: str) -> Pod:

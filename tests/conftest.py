@@ -1,13 +1,25 @@
-"""Suite-wide guard: a test that starts a real service must say so with ``@pytest.mark.live``.
+"""Suite-wide (1) guard: a test that starts a real service must say so with ``@pytest.mark.live``.
 
 ``pytest -m 'not live'`` then runs every unit test and starts no daemon (as root or not).
 A test bed's fixture is known by its name: list it in ``LIVE_FIXTURES`` (or name it ``*_lab`` /
 ``*_bed``); a module named ``test_live_*.py`` is live by its name. Collection fails when such a
 test lacks the marker, so an unmarked daemon can never slip into the unit run.
+
+(2) The run must end with no process of its own left (issue #6 §3).
+
+Every process the suite starts (test beds: slurmctld/slurmd/slurmstepd/slurm_script, sshd,
+prometheus, etcd, kube-apiserver, fake tools and shims; hpctui itself) inherits the marker
+``HPCTUI_TEST_RUN=<token>`` set here, before any test runs. At the end of the session every
+process whose environment carries this run's token (other than pytest itself) is a leftover:
+it is named, killed by pid, and the run fails.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,3 +42,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 pytest_plugins = ["pytester"]  # tests/test_markers.py checks the guard above in a throw-away session
+
+
+MARKER = "HPCTUI_TEST_RUN"
+TOKEN = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+os.environ[MARKER] = TOKEN  # inherited by every child (daemons keep the env they were started with)
+LEFTOVER_GRACE_S = float(os.environ.get("HPCTUI_LEFTOVER_GRACE_S", "10"))  # stopping daemons may still exit
+
+
+def _marked_processes(token: str = TOKEN) -> dict[int, str]:
+    """pid -> command line of every live process carrying ``token`` (pytest itself excluded)."""
+    needle = f"{MARKER}={token}".encode()
+    me = os.getpid()
+    out: dict[int, str] = {}
+    for path in Path("/proc").iterdir():
+        if not path.name.isdigit() or int(path.name) == me:
+            continue
+        try:
+            if (path / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # a zombie holds nothing; its parent will reap it
+            if needle not in (path / "environ").read_bytes().split(b"\0"):
+                continue
+            cmd = (path / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+        out[int(path.name)] = cmd or f"[pid {path.name}]"
+    return out
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get(MARKER) != TOKEN or not Path("/proc/self/environ").exists():
+        return
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    left = _marked_processes()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _marked_processes()
+    if not left:
+        return
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    lines = "\n".join(f"  pid {pid}: {cmd[:200]}" for pid, cmd in sorted(left.items()))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = f"the test run left {len(left)} process(es) behind (now killed):\n{lines}"
+    if reporter is not None:
+        reporter.write_sep("=", "leftover processes", red=True)
+        reporter.write_line(message)
+    else:
+        print(message)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

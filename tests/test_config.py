@@ -65,7 +65,7 @@ def test_good_config_is_typed(tmp_path: Path) -> None:
         ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'toaster'", "unknown source kind 'toaster'"),
         ("[clusters.a]\n[[clusters.a.sources]]\nsize = 3", "clusters.a.sources[0].kind: missing"),
         ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'k8s'\nin_cluster = true\ncontext = 'x'", "in_cluster = true takes no kubeconfig or context"),
-        ("default_cluster = 'nope'\n[clusters.a]", "default_cluster: no cluster named 'nope'"),
+        ("default_cluster = 'nope'\n[clusters.a]\nsources = [{ kind = 'demo' }]", "default_cluster: no cluster named 'nope'"),
     ],
 )
 def test_bad_config_names_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -86,7 +86,8 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
 
 
 def test_cluster_choice_errors(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, "[clusters.a]\n[clusters.b]\n"))
+    config = load_config(write(tmp_path, "[clusters.a]\nsources = [{ kind = 'demo' }]\n"
+                                           "[clusters.b]\nsources = [{ kind = 'demo' }]\n"))
     with pytest.raises(ConfigError, match="pick one with --cluster"):
         pick_cluster(config, None)
     with pytest.raises(ConfigError, match=r"no cluster named 'c' \(known: a, b\)"):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.actions.executor import ActionExecutor
@@ -157,11 +159,44 @@ async def test_interrupted_action_is_still_audited(tmp_path: Path) -> None:
     assert "interrupted" in records[0]["results"][0]["message"]
 
 
-async def test_unwritable_audit_log_is_reported_not_raised(tmp_path: Path) -> None:
+async def test_unwritable_audit_log_is_reported_not_raised_and_nothing_runs(tmp_path: Path) -> None:
     (tmp_path / "audit.jsonl").mkdir()  # a directory where the log file should be
     backend = RecordingBackend()
     ex = make(tmp_path, backend)
     plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
     result = await ex.execute(plan, confirmation=True)
-    assert result.ok and backend.executed
+    # issue #6: no intent record, no command (an unaudited action must not happen)
+    assert not result.ok and not backend.executed and "unwritable" in (result.refused or "")
     assert ex.audit_errors and "audit.jsonl" in ex.audit_errors[0]
+
+
+async def test_intent_is_recorded_before_the_command_runs(tmp_path: Path) -> None:
+    seen: list[list[dict[str, object]]] = []
+
+    class Peek(RecordingBackend):
+        async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+            seen.append(AuditLog(tmp_path / "audit.jsonl").read(intents=True))
+            return await super().execute(plan)
+
+    ex = make(tmp_path, Peek())
+    plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
+    assert (await ex.execute(plan, confirmation=True)).ok
+    assert [r["phase"] for r in seen[0]] == ["intent"] and seen[0][0]["commands"] == ["do resume n1"]
+    records = AuditLog(tmp_path / "audit.jsonl").read(intents=True)
+    assert [r["phase"] for r in records] == ["intent", "outcome"] and records[0]["id"] == records[1]["id"]
+
+
+async def test_audit_user_comes_from_the_os_not_the_environment(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import pwd
+
+    monkeypatch.setenv("LOGNAME", "mallory")
+    monkeypatch.setenv("USER", "mallory")
+    monkeypatch.setenv("SUDO_USER", "bob")
+    ex = ActionExecutor([RecordingBackend()], AuditLog(tmp_path / "audit.jsonl"), cluster="c", clock=lambda: 1.0)
+    plan = ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1"))
+    await ex.execute(plan, confirmation=True)
+    rec = AuditLog(tmp_path / "audit.jsonl").read()[0]
+    assert rec["user"] == pwd.getpwuid(os.getuid()).pw_name != "mallory"
+    assert rec["logname"] == "mallory" and rec["sudo_user"] == "bob" and rec["uid"] == os.getuid()

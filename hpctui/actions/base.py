@@ -56,6 +56,31 @@ REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.PARTITION_STATE: ("state",),
 }
 BULK_THRESHOLD = 2  # this many targets or more: the user types the confirmation word
+MAX_REASON_LEN = 1024
+
+
+def stored_reason(raw: str) -> str:
+    """The reason exactly as Slurm will store it: scontrol drops one leading and one trailing
+    double quote (``Reason="PSU failure"`` → ``PSU failure``). Applied until nothing changes, so
+    what every backend sends is already in its stored form (and scontrol leaves it alone)."""
+    reason = raw.strip()
+    while True:
+        before = reason
+        reason = reason.removeprefix('"').removesuffix('"').strip()
+        if reason == before:
+            return reason
+
+
+def reason_problem(reason: str) -> str | None:
+    """Why ``reason`` cannot be used, or None. One rule for every backend (Slurm CLI/REST/pyslurm,
+    the demo): one line of printable text, no control, bidi or zero-width format characters."""
+    from hpctui.sanitize import is_clean
+
+    if not is_clean(reason):
+        return "reason must be a single line of printable text"  # no control, bidi or zero-width characters
+    if len(reason) > MAX_REASON_LEN:
+        return f"reason too long ({len(reason)} characters; at most {MAX_REASON_LEN})"
+    return None
 
 
 class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,13 +7,13 @@ Read-only mode is enforced here, not only by hiding keys, so every entry point
 from __future__ import annotations
 
 import asyncio
-import getpass
 import time
+import uuid
 from collections.abc import Callable, Sequence
 
 import msgspec
 
-from hpctui.actions.audit import AuditLog
+from hpctui.actions.audit import AuditLog, os_user, user_fields
 from hpctui.actions.base import (
     JOB_ACTIONS,
     REQUIRED_PARAMS,
@@ -21,10 +21,13 @@ from hpctui.actions.base import (
     ActionPlan,
     ActionResult,
     TargetResult,
+    reason_problem,
+    stored_reason,
 )
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import HostlistError, expand
+from hpctui.sanitize import clean_text, is_clean
 from hpctui.sources.base import ActionBackend
 
 
@@ -43,7 +46,8 @@ class ActionExecutor:
         self.audit = audit
         self.cluster = cluster
         self.read_only = read_only
-        self.user = user or _current_user()
+        self.user = user or os_user()
+        self.user_extra = user_fields()
         self.clock = clock
         self.audit_errors: list[str] = []
 
@@ -72,6 +76,14 @@ class ActionExecutor:
         clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
         errors: list[str] = []
         notes: list[str] = []
+        if "reason" in params:  # one validation and one stored form for every backend
+            raw = params["reason"]
+            params["reason"] = stored_reason(raw)
+            problem = reason_problem(params["reason"])
+            if problem:
+                errors.append(problem)
+            elif params["reason"] != raw.strip():
+                notes.append(f"reason as Slurm stores it: {params['reason']}")
         on_nodes = params.pop("on_nodes", "").strip() if kind in JOB_ACTIONS else ""
         if on_nodes:
             found, problem = _jobs_on_nodes(snapshot, on_nodes)
@@ -102,12 +114,15 @@ class ActionExecutor:
         refused = self._refusal(plan, confirmation)
         results: tuple[TargetResult, ...] = ()
         interrupted = False
+        action_id = uuid.uuid4().hex
         try:
             if refused is None:
                 backend = next((b for b in self.backends if b.name == plan.source), None)
                 if backend is None:
                     refused = f"source {plan.source!r} is gone"
                 else:
+                    refused = self._intent(plan, action_id, started)
+                if refused is None and backend is not None:
                     try:
                         results = await backend.execute(plan)
                     except asyncio.CancelledError:
@@ -120,16 +135,30 @@ class ActionExecutor:
             if interrupted:  # the outcome per target is unknown: say so rather than stay silent
                 results = tuple(TargetResult(target=t, ok=False, message="interrupted: outcome unknown, check the "
                                              "next refresh") for t in plan.targets)
+            results = tuple(r if is_clean(r.message) else msgspec.structs.replace(r, message=clean_text(r.message))
+                            for r in results)  # backends quote Slurm/K8s output: never raw to the screen
             result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
                                   results=results, refused=refused)
-            self._audit(result)
+            self._audit(result, action_id)
         return result
 
-    def _audit(self, result: ActionResult) -> None:
+    def _intent(self, plan: ActionPlan, action_id: str, started: float) -> str | None:
+        """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
+        if self.audit is None:
+            return None
+        try:
+            self.audit.intent(plan, self.cluster, user=self.user, action_id=action_id, time=started,
+                              extra=self.user_extra)
+        except OSError as exc:
+            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
+            return f"audit log {self.audit.path} unwritable ({exc.strerror or exc}): not run"
+        return None
+
+    def _audit(self, result: ActionResult, action_id: str | None = None) -> None:
         if self.audit is None:
             return
         try:
-            self.audit.append(result, self.cluster)
+            self.audit.append(result, self.cluster, action_id=action_id, extra=self.user_extra)
         except OSError as exc:  # the action has run: report the lost record, never crash the UI
             self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
 
@@ -160,10 +189,3 @@ def _jobs_on_nodes(snapshot: ClusterSnapshot, expr: str) -> tuple[list[str], str
     if not jobs:
         return [], f"no running jobs on {expr}"
     return [j.display_id for j in jobs], None
-
-
-def _current_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "unknown"

@@ -27,6 +27,7 @@ from hpctui.model import (
     SourceResult,
     Taint,
 )
+from hpctui.sanitize import clean_optional, clean_text
 from hpctui.sim import metrics
 from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place
 from hpctui.sim.pods import build_pods, crashloop_restarts
@@ -244,7 +245,8 @@ class SimCluster:
             self.workload.jobs[j].cpus_per_node * (spec.mem_mb // spec.cpus)
             for j in a.jobs if j in self.workload.jobs)
         self._slurm[spec.name] = SlurmNodeInfo(
-            base_state=base, flags=frozenset(adm.flags), reason=adm.reason, reason_user=adm.reason_user,
+            base_state=base, flags=frozenset(adm.flags), reason=clean_optional(adm.reason),
+            reason_user=clean_optional(adm.reason_user),
             reason_time=adm.reason_time, partitions=spec.partitions, features=spec.features,
             cpus_total=spec.cpus, cpus_alloc=a.cpus, memory_total_mb=spec.mem_mb, memory_alloc_mb=mem_alloc,
             gpus_total=total if spec.n_gpus else None, gpus_alloc=len(a.gpus) if spec.n_gpus else None,
@@ -307,7 +309,8 @@ class SimCluster:
         )
 
     def _event(self, t: float, source: str, obj: str, sev: Severity, message: str) -> None:
-        self.incidents.events.append(Event(time=t, source=source, object=obj, severity=sev, message=message))
+        self.incidents.events.append(Event(time=t, source=source, object=obj, severity=sev,
+                                                 message=clean_text(message)))
 
     # -- node actions (Slurm / K8s semantics, FACTS §3); each returns an error or None ---
     def mark(self, name: str) -> None:

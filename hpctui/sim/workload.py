@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from hpctui.model import SlurmJob
 from hpctui.model.hostlist import collect
 from hpctui.model.jobs import job_display_id
+from hpctui.sanitize import clean_optional
 from hpctui.sim.topology import NodeSpec, Topology
 
 USERS = (("alice", "ml-research"), ("bob", "physics"), ("carol", "vision"), ("dave", "nlp"),
@@ -91,8 +92,8 @@ class SimJob:
             gpus = self.gpus_per_node * self.num_nodes
             self.cached = SlurmJob(
                 job_id=self.job_id, array_job_id=self.array_job_id, array_task_id=self.array_task_id,
-                array_task_str=self.array_task_str, name=self.name, user=self.user, account=self.account,
-                partition=self.partition, qos=self.qos, state=self.state, reason=self.reason,
+                array_task_str=self.array_task_str, name=clean_optional(self.name), user=self.user, account=self.account,
+                partition=self.partition, qos=self.qos, state=self.state, reason=clean_optional(self.reason),
                 nodes=collect(self.nodes) if self.nodes else None, num_nodes=self.num_nodes,
                 gpus_requested=gpus or None, gpus_alloc={n: idx_str(i) for n, i in self.gpu_idx.items() if i},
                 submit_time=self.submit_time, start_time=self.start_time, end_time=self.end_time,

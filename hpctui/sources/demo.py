@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult
+from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult, reason_problem, stored_reason
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.model.common import Severity
 from hpctui.model.hostlist import HostlistError, collect, expand
@@ -127,9 +127,11 @@ class DemoSource:
                     rejected.append(n)
                     errors.append(f"unknown node {n!r}")
         names = list(dict.fromkeys(names))
-        reason = params.get("reason", "").strip()
+        reason = stored_reason(params.get("reason", ""))
         if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES) and not reason:
             errors.append(f"{kind.value} needs a reason")  # same words as the executor's check
+        if reason and reason_problem(reason):
+            errors.append(str(reason_problem(reason)))  # the same rule as every other backend
         hl = collect(names) if names else ""
         commands: tuple[str, ...] = ()
         if names:
@@ -256,7 +258,7 @@ class DemoSource:
             return sim.cancel(job, t)
         if target not in sim.topo.by_name:
             return f"Invalid node name specified: {target}"
-        reason = plan.params.get("reason", "").strip()
+        reason = stored_reason(plan.params.get("reason", ""))  # what scontrol would store
         if kind is ActionKind.DRAIN_NODES:
             if not reason:
                 return "You must specify a reason when DOWNING or DRAINING a node"

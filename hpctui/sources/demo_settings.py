@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
+from msgspec import Meta
 
 if TYPE_CHECKING:
     from hpctui.sources.demo import DemoSource
@@ -13,10 +14,10 @@ if TYPE_CHECKING:
 class DemoSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The built-in simulated cluster as a configured source."""
 
-    name: str = "demo"
-    size: int = 64
-    seed: int = 0
-    interval_s: float = 2.0
+    name: Annotated[str, Meta(min_length=1, max_length=64)] = "demo"
+    size: Annotated[int, Meta(ge=1, le=65_536)] = 64  # GPU nodes
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
+    interval_s: Annotated[float, Meta(ge=0.5, le=3600)] = 2.0  # finite: NaN/inf fail the bounds
 
 
 def build_demo_source(settings: DemoSettings) -> DemoSource:

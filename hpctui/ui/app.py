@@ -7,6 +7,7 @@ pushes it down into the screen. Actions come back up as ActionRequested.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from textual import events
@@ -17,6 +18,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input
 
+from hpctui import signals
 from hpctui.runtime import Runtime
 from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
@@ -39,8 +41,10 @@ class HpcApp(App[None]):
     BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _READ_ONLY_FALLBACKS
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
-                 autostart: bool = True) -> None:
+                 autostart: bool = True, handle_signals: bool = False) -> None:
         super().__init__()
+        self.handle_signals = handle_signals  # SIGHUP/SIGTERM/SIGINT → a clean exit (hpctui.signals)
+        self.exit_signal: int | None = None
         self.runtime = runtime
         self.wall = wall
         self.autostart = autostart
@@ -75,13 +79,20 @@ class HpcApp(App[None]):
         for error in self.theme_errors:
             self.notify(error, title="Theme skipped", severity="warning")
         self.push_screen(self.dashboard)
+        if self.handle_signals:
+            signals.install(asyncio.get_running_loop(), self._on_exit_signal)
         if self.autostart:
             self.runtime.start(self._on_store_change)
             self._clock = self.set_interval(1.0, self.dashboard.update_status)
             self.call_after_refresh(self._on_store_change)
 
     async def on_unmount(self) -> None:
-        await self.runtime.stop()
+        await self.runtime.stop()  # in-flight actions finish (or are recorded interrupted), children killed
+
+    def _on_exit_signal(self, signum: int) -> None:
+        if self.exit_signal is None:
+            self.exit_signal = signum
+            self.exit(return_code=128 + signum)
 
     # -- data flow ------------------------------------------------------------
     def _on_store_change(self) -> None:

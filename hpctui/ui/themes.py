@@ -8,13 +8,14 @@ release. A bad file must never take the dashboard down: the loader raises
 
 from __future__ import annotations
 
+import math
 import re
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
 from textual.color import Color, ColorParseError
+from textual.css.constants import VALID_STYLE_FLAGS
 from textual.theme import Theme
 
 # Textual Theme colours a file may set; "primary" is the only one Textual requires.
@@ -77,18 +78,37 @@ def _colour(path: Path, key: str, value: object) -> str:
     return value
 
 
+_AUTO = re.compile(r"^auto(?: \d{1,3}%)?$")  # Textual's contrast colour, e.g. "auto 87%"
+
+
+def _variable(path: Path, key: str, value: str) -> str:
+    """A Textual variable: a text style for ``*style*`` names, else a colour (as Textual parses them)."""
+    if "style" in key:
+        flags = value.split()
+        if not flags or any(f not in VALID_STYLE_FLAGS for f in flags):
+            raise ThemeError(f"{path}: variables.{key}: not a text style: {value!r} "
+                             f"(words from: {', '.join(sorted(VALID_STYLE_FLAGS))})")
+        return value
+    if _AUTO.match(value) or value in ("initial", "transparent"):
+        return value
+    try:
+        Color.parse(value)
+    except ColorParseError:
+        raise ThemeError(f"{path}: variables.{key}: not a colour: {value!r}") from None
+    return value
+
+
 def load_theme_file(path: Path) -> Theme:
-    """Read and validate one theme file; raise ThemeError naming the file and key."""
+    """Read and validate one theme file; raise ThemeError naming the file and key.
+
+    Validated in full at load (size, regular file, UTF-8, every key and variable, finite
+    numbers, and the theme is built once), so a theme never crashes the running app."""
+    from hpctui.config import ConfigError, decode_toml, read_small_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ThemeError(f"{path}: cannot read theme: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ThemeError(f"{path}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ThemeError(f"{path}: invalid TOML: {exc}") from None
+        data = decode_toml(read_small_file(path, "theme", limit=256 * 1024), str(path), "theme")
+    except ConfigError as exc:
+        raise ThemeError(str(exc)) from None
     for key in REQUIRED_KEYS:
         if key not in data:
             raise ThemeError(f"{path}: {key}: missing")
@@ -113,7 +133,7 @@ def load_theme_file(path: Path) -> Theme:
         if key in DEFAULT_VARIABLES:
             variables[key] = _colour(path, f"variables.{key}", value)
         elif isinstance(value, str):
-            variables[key] = value  # a Textual variable such as footer-key-foreground
+            variables[key] = _variable(path, key, value)  # a Textual variable such as footer-key-foreground
         else:
             raise ThemeError(f"{path}: variables.{key}: expected a string, got {type(value).__name__}")
     numbers = {"luminosity_spread": 0.15, "text_alpha": 0.95}  # Textual's defaults
@@ -122,11 +142,17 @@ def load_theme_file(path: Path) -> Theme:
             value = data[key]
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise ThemeError(f"{path}: {key}: expected a number")
+            if not math.isfinite(value) or not 0 <= value <= 1:
+                raise ThemeError(f"{path}: {key}: expected a number from 0 to 1, got {value!r}")
             numbers[key] = float(value)
     theme = Theme(name=name.strip(), primary=colours["primary"], dark=dark, variables=variables,
                   luminosity_spread=numbers["luminosity_spread"], text_alpha=numbers["text_alpha"])
     for key, value in colours.items():
         setattr(theme, key, value)
+    try:  # build it now, as the app will: a theme that cannot be built is refused here, not on `t`
+        theme.to_color_system().generate()
+    except Exception as exc:
+        raise ThemeError(f"{path}: cannot build theme: {exc}") from None
     return theme
 
 

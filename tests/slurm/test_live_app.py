@@ -42,7 +42,7 @@ interval_s = {interval_s}
 timeout_s = {timeout_s}
 """
     if with_demo:
-        text += '[[clusters.lab.sources]]\nkind = "demo"\nsize = 4\ninterval_s = 0.3\n'
+        text += '[[clusters.lab.sources]]\nkind = "demo"\nsize = 4\ninterval_s = 0.5\n'
     path = tmp_path / "config.toml"
     path.write_text(text)
     return path
@@ -147,7 +147,9 @@ async def test_drain_resume_and_requeue_from_the_ui(lab: SlurmLab, tmp_path: Pat
         assert "DRAIN" not in node_line(lab, "gpu03").split("Reason=")[0]
         await wait_for(pilot, lambda: "DRAIN" not in (runtime.store.snapshot().nodes["gpu03"].slurm.display_state  # type: ignore[union-attr]
                                                       ), 20, "node resumed")
-    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    audit = [r for r in records if r["phase"] == "outcome"]
+    assert [r["id"] for r in records if r["phase"] == "intent"] == [r["id"] for r in audit]  # intent first
     assert [r["action"] for r in audit] == ["drain", "requeue", "resume"]
     assert all(r["refused"] is None for r in audit)
 

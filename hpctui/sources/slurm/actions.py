@@ -7,10 +7,9 @@ exist in the snapshot) are the same whichever way the action is carried out.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
-from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, ActionKind
+from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, ActionKind, reason_problem
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model.hostlist import HostlistError, expand
@@ -32,7 +31,6 @@ JOB_ID = re.compile(r"^[0-9]{1,10}(_[0-9]{1,10})?$")  # 1234 or array task 1234_
 ARRAY_RANGE = re.compile(r"^([0-9]{1,10})_\[([0-9]{1,10}(?:-[0-9]{1,10})?(?:,[0-9]{1,10}(?:-[0-9]{1,10})?)*)"
                          r"(?:%[0-9]{1,10})?\]$")
 SIGNAL = re.compile(r"^(SIG)?[A-Z0-9]{1,10}$")
-_BAD_TEXT_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})  # control chars (incl. DEL, U+0085), line/para separators
 
 
 @dataclass
@@ -59,8 +57,9 @@ def jobs_on_nodes(snapshot: ClusterSnapshot, nodes: set[str]) -> list[SlurmJob]:
 
 
 def _clean_text(value: str, what: str, errors: list[str]) -> None:
-    if any(ord(c) < 32 or unicodedata.category(c) in _BAD_TEXT_CATEGORIES for c in value):
-        errors.append(f"{what} must be a single line of printable text")
+    problem = reason_problem(value)  # the one rule of hpctui.actions.base, for every backend
+    if problem:
+        errors.append(problem.replace("reason", what, 1))
 
 
 def parse_array_target(token: str) -> tuple[int, list[tuple[int, int]]] | None:

@@ -53,10 +53,37 @@ class Dropped:
 
 @dataclass
 class Collected:
-    nodes: dict[str, SlurmNodeInfo]
-    jobs: tuple[SlurmJob, ...]
+    """One refresh. ``None`` nodes or jobs: that read failed (a warning says why) and the
+    store keeps the last good copy, aging; the other part is still shown."""
+
+    nodes: dict[str, SlurmNodeInfo] | None
+    jobs: tuple[SlurmJob, ...] | None
     controller: ControllerHealth | None = None
     warnings: list[str] = field(default_factory=list)
+
+
+def nodes_or_jobs(nodes: object, jobs: object, warnings: list[str]) -> tuple[
+        dict[str, SlurmNodeInfo] | None, tuple[SlurmJob, ...] | None]:
+    """Results (or exceptions) of the nodes and jobs reads → what to show.
+
+    Both failed: the source failed (the nodes error is raised). One failed: it becomes a
+    warning and ``None``, so nodes are still shown when jobs cannot be read and vice versa.
+    Cancellation and other BaseExceptions always propagate.
+    """
+    for item in (nodes, jobs):
+        if isinstance(item, BaseException) and not isinstance(item, Exception):
+            raise item
+    if isinstance(nodes, Exception) and isinstance(jobs, Exception):
+        raise nodes
+    if isinstance(nodes, Exception):
+        warnings.append(f"nodes unavailable (jobs still shown): {nodes}")
+        nodes = None
+    if isinstance(jobs, Exception):
+        warnings.append(f"jobs unavailable (nodes still shown): {jobs}")
+        jobs = None
+    assert nodes is None or isinstance(nodes, dict)
+    assert jobs is None or isinstance(jobs, tuple)
+    return nodes, jobs
 
 
 class SlurmBackend(Protocol):

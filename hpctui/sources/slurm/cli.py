@@ -16,11 +16,11 @@ from typing import TypeVar
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
 from hpctui.model.hostlist import collect as collect_hostlist
-from hpctui.sanitize import clean_text
+from hpctui.sanitize import clean_text, decode_output
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs
-from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
+from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
@@ -92,7 +92,7 @@ class CliBackend:
         return "text", res
 
     async def _read_json_or_text(self, tool: str, text_argv: list[str], warnings: list[str],
-                                 from_json: Callable[[bytes, Dropped], T], from_text: Callable[[str], T],
+                                 from_json: Callable[[bytes, Dropped], T], from_text: Callable[[str, Dropped], T],
                                  what: str) -> T:
         """``<tool> --json`` parsed typed; on a missing flag or an unreadable document, the text form.
 
@@ -111,22 +111,27 @@ class CliBackend:
             else:
                 dropped.report(warnings)
                 return out
+        dropped = Dropped(what.removesuffix("s"))
         try:
-            return await parse_off_loop(from_text, res.stdout.decode(errors="replace"))
+            out = await parse_off_loop(from_text, decode_output(res.stdout), dropped)
         except parse.SlurmParseError as exc:
             raise SourceError(f"cannot read Slurm {what}: {exc}") from exc
+        if dropped.count and not out:  # nothing readable at all: that is not "no jobs"
+            raise SourceError(f"cannot read Slurm {what}: {dropped.messages[0]}")
+        dropped.report(warnings)
+        return out
 
     async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
         return await self._read_json_or_text(
             "sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
             lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped),
-            parse.parse_scontrol_nodes, "nodes")
+            lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped), "nodes")
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
         return await self._read_json_or_text(
             "squeue", ["squeue", "-h", "-o", parse.SQUEUE_FORMAT], warnings,
             lambda data, dropped: parse.parse_jobs_json(data, on_invalid=dropped),
-            parse.parse_squeue_text, "jobs")
+            lambda data, dropped: parse.parse_squeue_text(data, on_invalid=dropped), "jobs")
 
     async def read_controller(self, warnings: list[str]) -> ControllerHealth:
         """Controller health is optional: a failing sdiag (e.g. PrivateData=usage for a
@@ -140,7 +145,7 @@ class CliBackend:
             warnings.append(f"controller health unavailable: {exc}")
             return ControllerHealth(reachable="unreachable" not in str(exc), detail=f"sdiag failed: {exc}")
         try:
-            return parse.parse_sdiag_text(res.stdout.decode(errors="replace"))
+            return parse.parse_sdiag_text(decode_output(res.stdout))
         except parse.SlurmParseError as exc:
             warnings.append(f"sdiag unreadable: {exc}")
             return ControllerHealth(reachable=True, detail="sdiag output unreadable")
@@ -151,11 +156,10 @@ class CliBackend:
             self.read_nodes(warnings), self.read_jobs(warnings), self.read_controller(warnings),
             return_exceptions=True,
         )
-        for item in got:
-            if isinstance(item, BaseException):
-                raise item
-        nodes, jobs, ctl = got
-        assert isinstance(nodes, dict) and isinstance(jobs, tuple) and isinstance(ctl, ControllerHealth)
+        nodes, jobs = nodes_or_jobs(got[0], got[1], warnings)
+        ctl = got[2]
+        if isinstance(ctl, BaseException):
+            raise ctl
         return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
 
     async def job_rows(self, targets: tuple[str, ...]) -> list[JobRow]:

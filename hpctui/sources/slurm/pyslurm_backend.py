@@ -22,7 +22,7 @@ from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
-from hpctui.sources.slurm.backend import Collected, looks_unreachable
+from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable
 
 PYSLURM_KINDS = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS,
@@ -91,16 +91,30 @@ class PyslurmBackend:
             raise
         except Exception as exc:
             raise self._error("load", exc) from exc
-        try:
-            nodes: dict[str, SlurmNodeInfo] = {}
-            for node in _values(nodes_obj):
-                nodes[str(node.name)] = parse.node_from_pyslurm(node)
-            jobs: tuple[SlurmJob, ...] = tuple(
-                j for j in (parse.job_from_pyslurm(job) for job in _values(jobs_obj))
-                if j.state in parse.LIVE_JOB_STATES)  # same as parse_jobs_json: finished jobs dropped
-        except parse.SlurmParseError as exc:
-            raise SourceError(f"cannot read pyslurm objects: {exc}") from exc
-        return Collected(nodes=nodes, jobs=jobs, controller=ControllerHealth(reachable=True, detail="pyslurm"))
+        # one unreadable object costs that record (with a warning), never the whole refresh
+        warnings: list[str] = []
+        bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
+        nodes: dict[str, SlurmNodeInfo] = {}
+        for node in _values(nodes_obj):
+            try:
+                info = parse.node_from_pyslurm(node)
+            except (parse.SlurmParseError, UnicodeError) as exc:
+                bad_nodes(str(exc))
+                continue
+            nodes[str(node.name)] = info
+        jobs_l: list[SlurmJob] = []
+        for obj in _values(jobs_obj):
+            try:
+                job = parse.job_from_pyslurm(obj)
+            except (parse.SlurmParseError, UnicodeError) as exc:
+                bad_jobs(str(exc))
+                continue
+            if job.state in parse.LIVE_JOB_STATES:  # same as parse_jobs_json: finished jobs dropped
+                jobs_l.append(job)
+        bad_nodes.report(warnings)
+        bad_jobs.report(warnings)
+        return Collected(nodes=nodes, jobs=tuple(jobs_l), controller=ControllerHealth(reachable=True, detail="pyslurm"),
+                         warnings=warnings)
 
     def describe(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[str]:
         reason = params.get("reason", "")
@@ -163,7 +177,7 @@ class PyslurmBackend:
         except SourceError as exc:
             return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
                     for r in results]
-        states = {k: j.state for j in jobs for k in (str(j.job_id), j.display_id)}
+        states = {k: j.state for j in jobs or () for k in (str(j.job_id), j.display_id)}
         return [
             r if not r.ok or states.get(r.target, "CANCELLED") in ("CANCELLED", "COMPLETING")
             else TargetResult(target=r.target, ok=False, message=f"still {states[r.target]} after cancel")

@@ -11,7 +11,8 @@ import asyncio
 import getpass
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import aiohttp
@@ -20,10 +21,12 @@ from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
-from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, parse_off_loop
+from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
+
+T = TypeVar("T")
 
 _SERVED = re.compile(r"^/slurm/(v0\.0\.\d+)/")
 
@@ -169,18 +172,24 @@ class RestBackend:
     async def collect(self) -> Collected:
         version = await self.discover()
         got = await asyncio.gather(self.get("nodes"), self.get("jobs"), self.get("diag"), return_exceptions=True)
-        for item in got[:2]:  # nodes and jobs are the refresh: their failure is the source's
-            if isinstance(item, BaseException):
-                raise item
         nodes_b, jobs_b, diag_b = got
-        assert isinstance(nodes_b, bytes) and isinstance(jobs_b, bytes)
         warnings: list[str] = []
         bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
-        try:
-            nodes = await parse_off_loop(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes), nodes_b)
-            jobs = await parse_off_loop(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b)
-        except parse.SlurmParseError as exc:
-            raise SourceError(f"cannot read slurmrestd {version} output: {exc}") from exc
+
+        async def parsed(fn: Callable[[bytes], T], data: object) -> T | BaseException:
+            if isinstance(data, BaseException):
+                return data
+            assert isinstance(data, bytes)
+            try:
+                return await parse_off_loop(fn, data)
+            except parse.SlurmParseError as exc:
+                return SourceError(f"cannot read slurmrestd {version} output: {exc}")
+
+        # nodes and jobs are the refresh; one of them failing is a warning, both the source's failure
+        nodes, jobs = nodes_or_jobs(
+            await parsed(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes), nodes_b),
+            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b),
+            warnings)
         bad_nodes.report(warnings)
         bad_jobs.report(warnings)
         if nodes and not any(n.partitions for n in nodes.values()):

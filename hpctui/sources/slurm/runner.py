@@ -7,12 +7,37 @@ calls per refresh (controller load) and a hung ``sinfo`` can never stall the eve
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import signal
 import time
 from collections.abc import Mapping, Sequence
 
 import msgspec
+
+from hpctui.sanitize import clean_text
+
+# Process groups of children still running (pid == pgid: each starts its own session).
+_LIVE: set[int] = set()
+
+
+def kill_children() -> int:
+    """SIGKILL the process group of every child still running; how many were there.
+
+    Called on every exit path (signal handlers, atexit): a hung ``sinfo`` started in its
+    own session would otherwise outlive us as an orphan (ppid 1)."""
+    n = 0
+    for pgid in list(_LIVE):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            n += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+        _LIVE.discard(pgid)
+    return n
+
+
+atexit.register(kill_children)
 
 # After SIGKILL, how long to wait for the child to go. A process stuck in the kernel (D state,
 # e.g. on a hung NFS mount) ignores SIGKILL until the kernel lets go: never wait for it forever.
@@ -42,7 +67,7 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     def message(self) -> str:
         """Slurm's own words: stderr if any, else stdout; one line per message, trimmed."""
         text = self.stderr.strip() or self.stdout.decode(errors="replace").strip()
-        return " ".join(line.strip() for line in text.splitlines() if line.strip())[:500]
+        return clean_text(" ".join(line.strip() for line in text.splitlines() if line.strip())[:500])
 
 
 class Runner:
@@ -69,15 +94,32 @@ class Runner:
         limit = self.timeout_s if timeout_s is None else timeout_s
         self.calls.append(" ".join(argv))
         started = time.monotonic()
+        # The spawn is shielded: a cancel (SIGHUP/SIGTERM) landing inside create_subprocess_exec
+        # would otherwise kill only the child, then wait for its pipes, which a grandchild (the
+        # `sleep` of a hung wrapper) keeps open: the exit would hang. The group is killed instead.
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True,
+        ))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self.env, start_new_session=True,
-            )
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            spawn.add_done_callback(_kill_spawned)
+            raise
         except FileNotFoundError as exc:
             raise CommandError(f"{argv[0]}: command not found") from exc
         except OSError as exc:
             raise CommandError(f"{argv[0]}: {exc}") from exc
+        _LIVE.add(proc.pid)
+        try:
+            return await self._wait(proc, argv, limit, started)
+        finally:
+            if proc.returncode is None:  # any way out while it runs: no orphan
+                _kill_group(proc)
+            _LIVE.discard(proc.pid)
+
+    async def _wait(self, proc: asyncio.subprocess.Process, argv: tuple[str, ...], limit: float,
+                    started: float) -> RunResult:
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout=limit)
         except (TimeoutError, asyncio.CancelledError) as exc:
@@ -93,6 +135,13 @@ class Runner:
         return RunResult(argv=argv, rc=proc.returncode if proc.returncode is not None else -1,
                          stdout=out, stderr=err.decode(errors="replace"),
                          duration_s=time.monotonic() - started)
+
+
+def _kill_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    """A child whose spawn finished after we were cancelled: kill its whole group at once."""
+    if spawn.cancelled() or spawn.exception() is not None:
+        return
+    _kill_group(spawn.result())
 
 
 async def _reap(proc: asyncio.subprocess.Process, limit_s: float) -> bool:

@@ -6,9 +6,10 @@ start-up, not a silently ignored key.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
+from msgspec import Meta
 
 if TYPE_CHECKING:
     from hpctui.sources.slurm.source import SlurmSource
@@ -17,10 +18,11 @@ BackendName = Literal["auto", "cli", "rest", "pyslurm"]
 
 
 class SlurmSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    name: str = "slurm"
+    name: Annotated[str, Meta(min_length=1, max_length=64)] = "slurm"
     backend: BackendName = "auto"
-    interval_s: float = 5.0
-    timeout_s: float = 10.0  # hard limit for one CLI call / HTTP request
+    # bounds also reject NaN and ±inf: interval ≥ 0.5 s (no busy loop), timeout ≤ 300 s (no hang)
+    interval_s: Annotated[float, Meta(ge=0.5, le=3600)] = 5.0
+    timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0  # hard limit for one CLI call / HTTP request
     slurm_conf: str | None = None  # exported as SLURM_CONF to the CLI tools
     bin_dir: str | None = None  # put first on PATH for the CLI tools
     rest_url: str | None = None  # "unix:///run/slurmrestd.sock" or "http://127.0.0.1:6820"
@@ -28,12 +30,10 @@ class SlurmSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     jwt: str | None = None  # token; else env SLURM_JWT, else `scontrol token` if jwt_from_scontrol
     jwt_user: str | None = None  # X-SLURM-USER-NAME; default: the current user
     jwt_from_scontrol: bool = False
-    jwt_lifespan_s: int = 3600  # lifespan asked of `scontrol token`
+    jwt_lifespan_s: Annotated[int, Meta(ge=60, le=86_400 * 365)] = 3600  # lifespan asked of `scontrol token`
     verify_tls: bool = True
 
     def __post_init__(self) -> None:
-        if self.interval_s <= 0 or self.timeout_s <= 0:
-            raise ValueError("interval_s and timeout_s must be > 0")
         if self.backend == "rest" and not self.rest_url:
             raise ValueError("backend = 'rest' needs rest_url")
         if self.rest_url and not self.rest_url.startswith(("unix://", "http://", "https://")):

@@ -312,6 +312,35 @@ cancel_all() {  # slurmstepd detaches (own session, ppid 1): always cancel jobs 
   return 1
 }
 
+slurmd_namespaces() {  # the UTS namespace of every slurmd (each runs in its own: unshare --uts)
+  local f pid own
+  own=$(readlink /proc/$$/ns/uts)
+  for f in "$RUN"/slurmd.*.fg.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    ns=$(readlink "/proc/$pid/ns/uts" 2>/dev/null) || continue
+    if [ "$ns" != "$own" ]; then echo "$ns"; fi
+  done | sort -u
+  return 0
+}
+
+kill_job_processes() {  # kill_job_processes NS...: SIGKILL, by pid, what is left in those namespaces
+  # slurmstepd and slurm_script detach (own session, ppid 1) and may ignore SIGTERM: after scancel
+  # and the wait, whatever still runs in a slurmd's namespace (other than slurmd) is killed by pid.
+  [ $# -gt 0 ] || return 0
+  local p ns pid n=0 keep
+  keep=" $(cat "$RUN"/slurmd.*.fg.pid 2>/dev/null | tr '\n' ' ' || true) "
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    ns=$(readlink "$p/ns/uts" 2>/dev/null) || continue
+    case " $* " in *" $ns "*) ;; *) continue ;; esac
+    case "$keep" in *" $pid "*) continue ;; esac
+    if kill -KILL "$pid" 2>/dev/null; then n=$((n+1)); fi
+  done
+  if [ $n -gt 0 ]; then log "killed $n leftover job process(es) (slurmstepd/slurm_script) by pid"; fi
+  return 0
+}
+
 case "${1:-}" in
   start)
     T0=$(now)
@@ -342,12 +371,17 @@ case "${1:-}" in
   stop)
     T0=$(now)
     alive "$RUN/slurmctld.fg.pid" && { cancel_all || log "jobs still running at stop"; }
+    NSS=$(slurmd_namespaces || true)
+    # shellcheck disable=SC2086
+    kill_job_processes $NSS
     T1=$(now)
     # slurmdbd together with slurmctld: the last job records it would miss die with the bed anyway
     for f in "$RUN"/slurmrestd*.fg.pid "$RUN"/slurmd.*.fg.pid "$RUN/slurmctld.fg.pid" "$RUN/slurmdbd.fg.pid"; do
       [ -e "$f" ] && stop_pidfile "$f" &
     done
     wait
+    # shellcheck disable=SC2086
+    kill_job_processes $NSS   # a step started while slurmd was going down
     T2=$(now)
     # MariaDB only once slurmdbd is gone (it would log lost connections and retry)
     stop_pidfile "$RUN/mariadbd.fg.pid" 30 & stop_pidfile "$RUN/munged.pid" &

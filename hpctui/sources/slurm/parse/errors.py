@@ -6,11 +6,46 @@ the message is one line because it ends up in the status bar and the source heal
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 
 class SlurmParseError(ValueError):
     """Truncated, malformed or unsupported Slurm output (CLI text or REST/JSON)."""
+
+
+# C0 controls that JSON never allows raw, inside strings or out (TAB, LF, CR are whitespace).
+_RAW_CONTROLS = dict.fromkeys([*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)], "\ufffd")
+
+
+def repair_json(data: bytes | str) -> str | None:
+    """A Slurm JSON document msgspec refused, made decodable if the fault is in bytes, not structure.
+
+    Slurm copies job names byte for byte: ``sbatch -J $'x\\xff'`` puts invalid UTF-8 into
+    ``squeue --json``. Such bytes become ``�`` (and raw control characters, which JSON never
+    allows, too), so one bad byte costs one odd character, never the document. None when
+    nothing was there to repair (the document is broken for another reason).
+    """
+    changed = False
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            changed = True
+    else:
+        text = data
+    fixed = _SURROGATE_ESCAPE.sub(_keep_pairs, text.translate(_RAW_CONTROLS))
+    return fixed if changed or fixed != text else None
+
+
+# "\udcff" alone is a lone surrogate, which msgspec refuses; a high+low pair is a real character.
+_SURROGATE_ESCAPE = re.compile(r"(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _keep_pairs(m: re.Match[str]) -> str:
+    return m.group(1) or "\\ufffd"
 
 
 def from_msgspec(what: str, exc: Exception) -> SlurmParseError:

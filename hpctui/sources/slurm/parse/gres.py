@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from hpctui.sanitize import clean_text
+
 
 def split_top(value: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
@@ -62,7 +64,7 @@ def _join_types(types: list[str]) -> str | None:
     for t in types:
         if t not in seen:
             seen.append(t)
-    return ",".join(seen) if seen else None
+    return clean_text(",".join(seen)) if seen else None
 
 
 def parse_gres(gres: str | None) -> tuple[str | None, int | None]:
@@ -124,7 +126,7 @@ def _indices(extra: str | None) -> str | None:
     if not extra or "IDX:" not in extra:
         return None
     val = extra.split("IDX:", 1)[1].split(")")[0].strip()
-    return None if val in ("", "N/A") else val
+    return None if val in ("", "N/A") else clean_text(val)
 
 
 def gpu_indices(gres_detail_item: str) -> str | None:

@@ -16,7 +16,8 @@ import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import SlurmJob
-from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
+from hpctui.sanitize import clean_text
+from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
 from hpctui.sources.slurm.parse.exitcode import ExitCodeObj, decode_exit_obj
 from hpctui.sources.slurm.parse.gres import gpu_indices, gpus_from_gres_request, gpus_from_tres_str
 from hpctui.sources.slurm.parse.nodes import _raise_on_errors
@@ -45,7 +46,7 @@ def job_display_state(state: str | list[str] | None) -> str:
     if state is None:
         return "UNKNOWN"
     if isinstance(state, str):  # ≤ v0.0.38: already the shown state
-        return state.strip().upper() or "UNKNOWN"
+        return clean_text(state.strip().upper()) or "UNKNOWN"
     tokens = [state] if isinstance(state, str) else list(state)
     tokens = [t.strip().upper() for t in tokens if t and t.strip()]
     if not tokens:
@@ -53,7 +54,7 @@ def job_display_state(state: str | list[str] | None) -> str:
     for flag in _FLAG_ORDER:
         if flag in tokens[1:]:
             return flag
-    return tokens[0]
+    return clean_text(tokens[0])
 
 
 class _Job(msgspec.Struct, kw_only=True, gc=False):
@@ -353,6 +354,18 @@ def parse_jobs_json(
     objects would otherwise trigger repeated full collections).
     """
     check_version(version)
+    try:
+        return _parse_jobs_json(data, version, include_finished, on_invalid)
+    except SlurmParseError:
+        repaired = repair_json(data)  # invalid UTF-8 in one job name: one odd char, not the document
+        if repaired is None:
+            raise
+        return _parse_jobs_json(repaired, version, include_finished, on_invalid)
+
+
+def _parse_jobs_json(
+    data: bytes | str, version: str | None, include_finished: bool, on_invalid: OnInvalid | None
+) -> tuple[SlurmJob, ...]:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

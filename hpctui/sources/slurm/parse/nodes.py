@@ -14,7 +14,7 @@ import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.node import SlurmNodeInfo
-from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
+from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
 from hpctui.sources.slurm.parse.gres import parse_gres, parse_gres_used
 from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, errors_of, version_from_meta
 from hpctui.sources.slurm.parse.states import normalize_node_state
@@ -70,7 +70,15 @@ def decode_document(decoder: msgspec.json.Decoder[D], data: bytes | str, version
     check_version(version)
     try:
         doc = decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except msgspec.DecodeError as exc:
+        repaired = repair_json(data)
+        if repaired is None:
+            raise from_msgspec(what, exc) from exc
+        try:
+            doc = decoder.decode(repaired)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc2:
+            raise from_msgspec(what, exc2) from exc2
+    except msgspec.ValidationError as exc:
         raise from_msgspec(what, exc) from exc
     check_version(version or version_from_meta(doc.meta))
     _raise_on_errors(what, doc.errors)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.jobs import job_display_state
 from hpctui.sources.slurm.parse.states import normalize_node_state
@@ -84,7 +85,7 @@ def _gpu_gres(gres: object) -> tuple[str | None, int | None, dict[str, str]]:
             return None, None, {}
         if gtype and gtype not in types:
             types.append(gtype)
-    return (",".join(types) or None), total, idx
+    return (clean_text(",".join(types)) or None), total, {k: clean_text(v) for k, v in idx.items()}
 
 
 def node_from_pyslurm(obj: object) -> SlurmNodeInfo:

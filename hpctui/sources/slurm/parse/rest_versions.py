@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
 
 SUPPORTED_REST_VERSIONS: tuple[str, ...] = ("v0.0.38", "v0.0.39", "v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")
@@ -120,7 +121,7 @@ def errors_of(errs: list[RestError] | None) -> list[str]:
         msg = ": ".join(parts) if parts else f"error {e.error_number or e.error_code or '?'}"
         if e.source:
             msg += f" ({e.source})"
-        out.append(msg)
+        out.append(clean_text(msg))
     return out
 
 

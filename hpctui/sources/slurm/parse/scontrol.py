@@ -11,6 +11,7 @@ is read as a list of pairs, not a dict.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
@@ -230,13 +231,26 @@ def _node_reason(value: str | None) -> tuple[str | None, str | None, float | Non
     return text(m.group(1)), text(m.group(2)), parse_cli_time(m.group(3))
 
 
+OnInvalid = Callable[[str], None]
+
+
 def _lines(text_in: str) -> list[str]:
-    return [ln for ln in text_in.splitlines() if ln.strip()]
+    # only LF ends a record: str.splitlines() would also split on \x1c-\x1e, \x85, U+2028
+    return [ln for ln in text_in.split("\n") if ln.strip()]
 
 
-def parse_scontrol_nodes(text_in: str) -> dict[str, SlurmNodeInfo]:
+def _invalid(msg: str, on_invalid: OnInvalid | None) -> None:
+    if on_invalid is None:
+        raise SlurmParseError(msg)
+    on_invalid(msg)
+
+
+def parse_scontrol_nodes(text_in: str, *, on_invalid: OnInvalid | None = None) -> dict[str, SlurmNodeInfo]:
     """``scontrol -o show nodes`` → {name: SlurmNodeInfo}. GPUs in use come from
-    ``GresUsed`` (``-d``) or, failing that, ``AllocTRES`` ``gres/gpu=N``."""
+    ``GresUsed`` (``-d``) or, failing that, ``AllocTRES`` ``gres/gpu=N``.
+
+    A reason holding a newline splits its node's line: with ``on_invalid`` the unreadable
+    fragment is dropped and reported (the node keeps the reason's first line)."""
     out: dict[str, SlurmNodeInfo] = {}
     for lineno, line in enumerate(_lines(text_in), 1):
         if line.startswith("No nodes in the system"):
@@ -244,9 +258,11 @@ def parse_scontrol_nodes(text_in: str) -> dict[str, SlurmNodeInfo]:
         d = dict(split_pairs(line, _NODE_SPLIT))
         name = d.get("NodeName")
         if not name or "State" not in d:
-            raise SlurmParseError(f"scontrol nodes: line {lineno} lacks NodeName= or State=: {line[:60]!r}")
+            _invalid(f"scontrol nodes: line {lineno} lacks NodeName= or State=: {line[:60]!r}", on_invalid)
+            continue
         if not is_valid_hostname(name):
-            raise SlurmParseError(f"scontrol nodes: invalid node name {name!r} on line {lineno}")
+            _invalid(f"scontrol nodes: invalid node name {name!r} on line {lineno}", on_invalid)
+            continue
         base, flags = normalize_node_state(d["State"])
         gpu_type, gpus_total = parse_gres(d.get("Gres"))
         if "GresUsed" in d:
@@ -290,8 +306,12 @@ def _array_task(value: str | None) -> tuple[int | None, str | None]:
     return (int(v), None) if v.isdigit() else (None, v)
 
 
-def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False) -> tuple[SlurmJob, ...]:
-    """``scontrol -o [-d] show jobs`` → live jobs (same state filter as parse_jobs_json)."""
+def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
+                        on_invalid: OnInvalid | None = None) -> tuple[SlurmJob, ...]:
+    """``scontrol -o [-d] show jobs`` → live jobs (same state filter as parse_jobs_json).
+
+    A job name holding a newline splits its line: with ``on_invalid`` the fragments that
+    cannot be read are dropped and reported instead of failing the whole document."""
     out: list[SlurmJob] = []
     for lineno, line in enumerate(_lines(text_in), 1):
         if line.startswith("No jobs in the system"):
@@ -300,7 +320,8 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False) -> tupl
         d = dict(pairs)
         job_id = to_int(d.get("JobId"))
         if job_id is None or "JobState" not in d:
-            raise SlurmParseError(f"scontrol jobs: line {lineno} lacks JobId= or JobState=: {line[:60]!r}")
+            _invalid(f"scontrol jobs: line {lineno} lacks JobId= or JobState=: {line[:60]!r}", on_invalid)
+            continue
         state = job_display_state(d["JobState"])
         if not include_finished and state not in LIVE_JOB_STATES:
             continue
@@ -318,7 +339,10 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False) -> tupl
                     if idx:
                         gpus_alloc.update(dict.fromkeys(cur_nodes, idx))
         except HostlistError as exc:
-            raise SlurmParseError(f"scontrol jobs: {exc} on line {lineno}") from exc
+            if on_invalid is None:
+                raise SlurmParseError(f"scontrol jobs: {exc} on line {lineno}") from exc
+            on_invalid(f"scontrol jobs: {exc} on line {lineno}")
+            continue
         num_nodes_s = (d.get("NumNodes") or "").split("-", 1)[0]
         num_nodes = to_int(num_nodes_s)
         array_job = to_int(d.get("ArrayJobId"))

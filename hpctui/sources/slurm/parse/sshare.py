@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_tres_str
 from hpctui.sources.slurm.parse.values import parse_duration_min, split_list, text, to_float, to_int
@@ -98,7 +99,7 @@ def parse_sshare_text(text_in: str) -> list[FairShare]:
             raise SlurmParseError(f"sshare: row without Account: {row!r}")
         out.append(
             FairShare(
-                account=account,
+                account=clean_text(account),
                 user=text(row.get("User")),
                 raw_shares=to_int(row.get("RawShares")),
                 norm_shares=to_float(row.get("NormShares")),

@@ -9,6 +9,8 @@ base + DRAIN here.
 
 from __future__ import annotations
 
+from hpctui.sanitize import clean_text
+
 # States that are a node's base state; the rest are flags (FACTS §3, slurm_protocol_defs.c).
 _TRUE_BASE = ("ALLOCATED", "MIXED", "IDLE", "DOWN", "ERROR", "FUTURE", "UNKNOWN", "INVAL")
 _WEAK_BASE = ("COMPLETING", "PLANNED", "RESERVED")  # base only when nothing else is
@@ -68,7 +70,7 @@ def normalize_node_state(
     weak: str | None = None
     flags: set[str] = set()
     for raw in tokens:
-        tok = raw.strip().upper()
+        tok = clean_text(raw.strip().upper())
         while tok and tok[-1] in _SUFFIXES:
             flags.add(_SUFFIXES[tok[-1]])
             tok = tok[:-1]

@@ -7,6 +7,8 @@ reasons or comments typed by people, unlike ``|`` or ``,``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
@@ -41,29 +43,42 @@ submit, priority (same fields as the captured sample)."""
 SQUEUE_FORMAT = SEP.join(SQUEUE_FIELDS)
 
 
-def _rows(text_in: str, sep: str, width: int, what: str) -> list[list[str]]:
+OnInvalid = Callable[[str], None]
+
+
+def _rows(text_in: str, sep: str, width: int, what: str, on_invalid: OnInvalid | None = None) -> list[list[str]]:
+    """Lines split on ``sep``. A name holding the separator or a newline (any user can submit
+    ``-J $'a\x1fb'`` or ``-J $'a\nb'``) gives lines of the wrong width: strict mode raises,
+    with ``on_invalid`` those lines are dropped and reported, the rest is kept."""
     rows = []
-    for lineno, line in enumerate(text_in.splitlines(), 1):
+    for lineno, line in enumerate(text_in.split("\n"), 1):  # only LF ends a record (not \x1c-\x1e)
         if not line.strip():
             continue
         cols = line.split(sep)
         if len(cols) != width:
-            raise SlurmParseError(f"{what}: line {lineno} has {len(cols)} fields, expected {width}: {line[:60]!r}")
+            msg = f"{what}: line {lineno} has {len(cols)} fields, expected {width}: {line[:60]!r}"
+            if on_invalid is None:
+                raise SlurmParseError(msg)
+            on_invalid(msg)
+            continue
         rows.append(cols)
     return rows
 
 
-def parse_sinfo_text(text_in: str, sep: str = SEP) -> dict[str, SlurmNodeInfo]:
+def parse_sinfo_text(text_in: str, sep: str = SEP, *, on_invalid: OnInvalid | None = None) -> dict[str, SlurmNodeInfo]:
     """``sinfo -N -h -o SINFO_FORMAT`` → {node: SlurmNodeInfo}; rows per (node, partition)
     are merged. No GPUs-in-use and no memory-in-use in this format (→ None)."""
     out: dict[str, SlurmNodeInfo] = {}
     parts: dict[str, list[str]] = {}
-    for cols in _rows(text_in, sep, len(SINFO_FIELDS), "sinfo text"):
+    for cols in _rows(text_in, sep, len(SINFO_FIELDS), "sinfo text", on_invalid):
         name, part, _compact, long_state, cpus, cpu_aiot, mem, _free, gres, feats, reason, user, when = (
             c.strip() for c in cols
         )
         if not is_valid_hostname(name):
-            raise SlurmParseError(f"sinfo text: invalid node name {name!r}")
+            if on_invalid is None:
+                raise SlurmParseError(f"sinfo text: invalid node name {name!r}")
+            on_invalid(f"sinfo text: invalid node name {name!r}")
+            continue
         parts.setdefault(name, [])
         p = part.rstrip("*")
         if p and p not in parts[name]:
@@ -91,49 +106,64 @@ def parse_sinfo_text(text_in: str, sep: str = SEP) -> dict[str, SlurmNodeInfo]:
     return {name: msgspec.structs.replace(info, partitions=tuple(parts.get(name, ()))) for name, info in out.items()}
 
 
-def parse_squeue_text(text_in: str, sep: str = SEP, *, include_finished: bool = False) -> tuple[SlurmJob, ...]:
-    """``squeue -h -t all -o SQUEUE_FORMAT`` → live jobs. No exit codes, no GPU indices."""
+def parse_squeue_text(text_in: str, sep: str = SEP, *, include_finished: bool = False,
+                      on_invalid: OnInvalid | None = None) -> tuple[SlurmJob, ...]:
+    """``squeue -h -t all -o SQUEUE_FORMAT`` → live jobs. No exit codes, no GPU indices.
+
+    With ``on_invalid``, a record that cannot be read (wrong width, bad id or node list)
+    is dropped and reported; without it, SlurmParseError."""
     out: list[SlurmJob] = []
-    for cols in _rows(text_in, sep, len(SQUEUE_FIELDS), "squeue text"):
-        (_disp, job_id_s, array_job_s, task_s, part, name, user, account, qos, state_s, reason, _used, limit,
-         nnodes, _cpus, nodes, tres_pn, start, submit, prio) = (c.strip() for c in cols)
-        job_id = to_int(job_id_s)
-        if job_id is None:
-            raise SlurmParseError(f"squeue text: bad job id {job_id_s!r}")
-        state = job_display_state(state_s)
-        if not include_finished and state not in LIVE_JOB_STATES:
+    for cols in _rows(text_in, sep, len(SQUEUE_FIELDS), "squeue text", on_invalid):
+        try:
+            job = _squeue_job(cols, include_finished)
+        except SlurmParseError as exc:
+            if on_invalid is None:
+                raise
+            on_invalid(str(exc))
             continue
-        node_list = text(nodes)
-        if node_list:
-            try:
-                expand(node_list)
-            except HostlistError as exc:
-                raise SlurmParseError(f"squeue text: job {job_id}: {exc}") from exc
-        array_job = to_int(array_job_s)
-        task = text(task_s)
-        is_array = array_job is not None and (task is not None or array_job != job_id)
-        num_nodes = to_int(nnodes)
-        per_node = gpus_from_gres_request(text(tres_pn))
-        out.append(
-            SlurmJob(
-                job_id=job_id,
-                array_job_id=array_job if is_array else None,
-                array_task_id=int(task) if is_array and task and task.isdigit() else None,
-                array_task_str=task if is_array and task and not task.isdigit() else None,
-                name=text(name),
-                user=text(user),
-                account=text(account),
-                partition=text(part),
-                qos=text(qos),
-                state=state,
-                reason=text(reason),
-                nodes=node_list,
-                num_nodes=num_nodes,
-                gpus_requested=None if per_node is None else per_node * (num_nodes or 1),
-                start_time=parse_cli_time(start),
-                submit_time=parse_cli_time(submit),
-                time_limit_min=parse_duration_min(limit),
-                priority=to_int(prio),
-            )
-        )
+        if job is not None:
+            out.append(job)
     return tuple(out)
+
+
+def _squeue_job(cols: list[str], include_finished: bool) -> SlurmJob | None:
+    """One squeue text record → SlurmJob, or None for a finished job (dropped)."""
+    (_disp, job_id_s, array_job_s, task_s, part, name, user, account, qos, state_s, reason, _used, limit,
+     nnodes, _cpus, nodes, tres_pn, start, submit, prio) = (c.strip() for c in cols)
+    job_id = to_int(job_id_s)
+    if job_id is None:
+        raise SlurmParseError(f"squeue text: bad job id {job_id_s!r}")
+    state = job_display_state(state_s)
+    if not include_finished and state not in LIVE_JOB_STATES:
+        return None
+    node_list = text(nodes)
+    if node_list:
+        try:
+            expand(node_list)
+        except HostlistError as exc:
+            raise SlurmParseError(f"squeue text: job {job_id}: {exc}") from exc
+    array_job = to_int(array_job_s)
+    task = text(task_s)
+    is_array = array_job is not None and (task is not None or array_job != job_id)
+    num_nodes = to_int(nnodes)
+    per_node = gpus_from_gres_request(text(tres_pn))
+    return SlurmJob(
+        job_id=job_id,
+        array_job_id=array_job if is_array else None,
+        array_task_id=int(task) if is_array and task and task.isdigit() else None,
+        array_task_str=task if is_array and task and not task.isdigit() else None,
+        name=text(name),
+        user=text(user),
+        account=text(account),
+        partition=text(part),
+        qos=text(qos),
+        state=state,
+        reason=text(reason),
+        nodes=node_list,
+        num_nodes=num_nodes,
+        gpus_requested=None if per_node is None else per_node * (num_nodes or 1),
+        start_time=parse_cli_time(start),
+        submit_time=parse_cli_time(submit),
+        time_limit_min=parse_duration_min(limit),
+        priority=to_int(prio),
+    )

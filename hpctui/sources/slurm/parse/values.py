@@ -12,6 +12,8 @@ import re
 
 import msgspec
 
+from hpctui.sanitize import clean_text
+
 # Slurm's 32-bit sentinels: NO_VAL (0xfffffffe) and INFINITE (0xffffffff); 16/64-bit too.
 _SENTINELS = frozenset({0xFFFE, 0xFFFF, 0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
 _NULL_TEXT = frozenset({"", "(null)", "N/A", "n/a", "None", "none", "Unknown", "UNKNOWN", "NONE"})
@@ -54,11 +56,15 @@ def minutes(value: int | float | Num | None) -> int | None:
 
 
 def text(value: str | None) -> str | None:
-    """A free-text field; Slurm's placeholders for "nothing" → None."""
+    """A free-text field; Slurm's placeholders for "nothing" → None.
+
+    The field boundary of every parser: control/format characters and escape sequences
+    are replaced here (hpctui.sanitize), so no cluster string reaches the model raw.
+    """
     if value is None:
         return None
     value = value.strip()
-    return None if value in _NULL_TEXT else value
+    return None if value in _NULL_TEXT else clean_text(value)
 
 
 def to_int(value: str | None) -> int | None:
@@ -88,7 +94,7 @@ def split_list(value: str | list[str] | None) -> tuple[str, ...]:
     if value is None:
         return ()
     items = value.split(",") if isinstance(value, str) else value
-    return tuple(s.strip() for s in items if s and s.strip() and s.strip() not in _NULL_TEXT)
+    return tuple(clean_text(s.strip()) for s in items if s and s.strip() and s.strip() not in _NULL_TEXT)
 
 
 def parse_cli_time(value: str | None) -> float | None:
