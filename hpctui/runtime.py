@@ -16,7 +16,9 @@ from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.config import AppConfig, default_state_dir, source_settings
+from hpctui.findings import FindingsIndex, findings_for
 from hpctui.health import Thresholds
+from hpctui.model import ClusterSnapshot
 from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
@@ -50,6 +52,7 @@ class Runtime:
         self.clock = clock
         self.store = Store(cluster, name_map=name_map, clock=clock)
         self.poller = Poller(self.sources, self.store)
+        self.poller.prepare = self.findings  # findings once per change, in the data layer
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
@@ -62,6 +65,10 @@ class Runtime:
         self._actions.add(task)
         task.add_done_callback(self._actions.discard)
         return task
+
+    def findings(self, snapshot: ClusterSnapshot | None = None) -> FindingsIndex:
+        """The shared findings of ``snapshot`` (default: the store's latest)."""
+        return findings_for(snapshot if snapshot is not None else self.store.snapshot(), self.thresholds)
 
     def start(self, on_change: Callable[[], None] | None = None) -> None:
         self.poller.on_change = on_change

@@ -14,14 +14,22 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from hpctui.model import ClusterSnapshot, Part
+from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
-from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
+from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
-from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
+from hpctui.ui.widgets.tables import (
+    LinkRow,
+    MountRow,
+    QueueTable,
+    link_table,
+    mount_table,
+    pod_table,
+    pod_trouble_first,
+)
 
 
 class DashboardScreen(Screen[None]):
@@ -34,14 +42,19 @@ class DashboardScreen(Screen[None]):
         self.actions_enabled = actions_enabled and not wall
         self.snapshot: ClusterSnapshot | None = None
         self.selected: str | None = None
+        self._queue_subtitle: str | None = None
+        self._pods_in: tuple[Pod, ...] | None = None
+        self._pods_rows: list[Pod] = []
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled, id="heatmap")
         self.gpu_panel = GpuPanel(id="gpu-panel")
         self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, id="queue"),
                                     id="queue-pane")
         self.pods_pane = TablePane("K8s pods", pod_table(id="pods"), id="pods-pane")
-        self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
-        self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
+        self.ib_pane: ScopedPane[LinkRow] = ScopedPane("IB links", link_table(id="ib"),
+                                                       ib_node_rows(runtime.thresholds), id="ib-pane")
+        self.mounts_pane: ScopedPane[MountRow] = ScopedPane("Mounts", mount_table(id="mounts"),
+                                                          mount_node_rows(runtime.thresholds),
                                                           id="mounts-pane")
         if wall:
             self.add_class("-wall")
@@ -74,7 +87,9 @@ class DashboardScreen(Screen[None]):
         self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now)
         self.pods_pane.data_status = part_status(snapshot, Part.PODS, now)
         self.queue_pane.set_rows(snapshot.jobs)
-        self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
+        if snapshot.pods is not self._pods_in:  # same pods: the same sorted list, so the table skips it
+            self._pods_in, self._pods_rows = snapshot.pods, pod_trouble_first(snapshot.pods)
+        self.pods_pane.set_rows(self._pods_rows)
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
         self._show_node()
@@ -95,7 +110,10 @@ class DashboardScreen(Screen[None]):
         self.query_one(StatusLine).show(content)
         now = rt.clock()
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
-        self.queue_pane.border_subtitle = Content(ctl_marker or controller_summary(self.snapshot.controller))
+        subtitle = ctl_marker or controller_summary(self.snapshot.controller)
+        if subtitle != self._queue_subtitle:  # a new subtitle repaints the whole pane: only on change
+            self._queue_subtitle = subtitle
+            self.queue_pane.border_subtitle = Content(subtitle)
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now)
             if marker != pane.data_status:

@@ -14,7 +14,8 @@ from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
 from hpctui.correlate import workload_index
-from hpctui.health import Thresholds, node_findings
+from hpctui.findings import findings_for
+from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
@@ -162,7 +163,7 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
     if name is None:
         return Content("No node selected.")
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
-    findings = node_findings(snapshot, name, t)
+    findings = findings_for(snapshot, t).node(name)
     if findings:
         lines.append(Content.assemble(("Findings", "bold underline")))
         for f in findings[:12]:
@@ -195,6 +196,8 @@ class GpuPanel(VerticalScroll):
         super().__init__(id=id)
         self.node: str | None = None
         self.border_title = "Node / GPUs"
+        self._title = "Node / GPUs"
+        self._body: Content | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for data…", id="gpu-body", markup=False)
@@ -206,11 +209,24 @@ class GpuPanel(VerticalScroll):
 
     def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
+        """Draw ``node``; parts whose text, styles or series are unchanged are not redrawn."""
         self.node = node
-        self.border_title = Content(f"Node {node}") if node else "Node / GPUs"
-        self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
+        title = f"Node {node}" if node else "Node / GPUs"
+        if title != self._title:  # setting a border title repaints the whole panel
+            self._title = title
+            self.border_title = Content(title) if node else title
+        body = node_detail(snapshot, node, thresholds)
+        drawn = self._body
+        if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
+            self._body = body
+            self.query_one("#gpu-body", Static).update(body)
         util = node_series(history, node, "util") if history and node else []
         temp = node_series(history, node, "temp") if history and node else []
-        self.query_one("#spark-util", Sparkline).data = util
-        self.query_one("#spark-temp", Sparkline).data = temp
-        self.query_one("#gpu-history").display = len(util) > 1 or len(temp) > 1
+        for spark_id, data in (("#spark-util", util), ("#spark-temp", temp)):
+            spark = self.query_one(spark_id, Sparkline)
+            if list(spark.data or []) != data:
+                spark.data = data
+        shown = len(util) > 1 or len(temp) > 1
+        box = self.query_one("#gpu-history")
+        if box.display != shown:
+            box.display = shown

@@ -30,6 +30,7 @@ class HeatmapPane(Vertical):
     def __init__(self, heatmap: NodeHeatmap, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.heatmap = heatmap
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield self.heatmap
@@ -41,7 +42,10 @@ class HeatmapPane(Vertical):
     def update_title(self) -> None:
         hm = self.heatmap
         marked = f" · {len(hm.marked)} marked" if hm.marked else ""
-        self.border_title = f"Nodes ({len(hm.names)}) · {METRIC_TITLES[hm.metric]}{marked}"
+        title = f"Nodes ({len(hm.names)}) · {METRIC_TITLES[hm.metric]}{marked}"
+        if title != self._title:  # a new title repaints the whole pane: only on change
+            self._title = title
+            self.border_title = title
 
     @on(NodeHeatmap.MetricChanged)
     def _metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:

@@ -14,9 +14,11 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Input
 
-from hpctui.model import ClusterSnapshot
+from hpctui.findings import FindingsIndex, findings_for
+from hpctui.health import Finding, Thresholds
+from hpctui.model import ClusterSnapshot, Severity
 from hpctui.ui.keys import LINKS_KEYS, bindings
-from hpctui.ui.widgets.tables import link_row, mount_row, severity_first
+from hpctui.ui.widgets.tables import LinkRow, MountRow, link_row, mount_row, severity_first
 from hpctui.ui.widgets.vtable import VirtualTable
 
 R = TypeVar("R")
@@ -45,6 +47,7 @@ class TablePane(Vertical):
         self.title = title
         self.table = table
         self.border_title = title
+        self._title = title
         self.data_status = ""  # e.g. "✗ stale 42s: slurmctld unreachable", shown in the title
 
     def compose(self) -> ComposeResult:
@@ -68,7 +71,10 @@ class TablePane(Vertical):
             parts.append(f"/{table.filter_text}")
         if table.marked:
             parts.append(f"{len(table.marked)} marked")
-        self.border_title = Content(" · ".join(parts))  # plain text: filters and errors may hold "["
+        title = " · ".join(parts)
+        if title != self._title:  # setting a border title repaints the whole pane: only on change
+            self._title = title
+            self.border_title = Content(title)  # plain text: filters and errors may hold "["
 
     @on(VirtualTable.FilterRequested)
     def _show_filter(self, event: VirtualTable.FilterRequested) -> None:
@@ -145,11 +151,72 @@ class ScopedPane(TablePane, Generic[R]):
         self.show(None, self.node)
 
 
-def ib_rows(snapshot: ClusterSnapshot, node: str | None) -> list[Any]:
-    ports = snapshot.ib.get(node, ()) if node is not None else [p for ps in snapshot.ib.values() for p in ps]
-    return severity_first([link_row(p) for p in ports])
+class NodeRows(Generic[R]):
+    """Rows of one per-node part (IB ports, mounts), problems first, kept across snapshots.
+
+    A node's rows are rebuilt only when its tuple of ports/mounts or its findings (from the
+    shared :func:`~hpctui.findings.findings_for`) are other objects than last time; every
+    other node's row objects are reused, so the table re-formats only rows that changed.
+    """
+
+    def __init__(self, part: str, obj_key: Callable[[Any], str],
+                 make_row: Callable[[Any, Sequence[Finding]], R], thresholds: Thresholds | None = None) -> None:
+        self.part = part
+        self.obj_key = obj_key
+        self.make_row = make_row
+        self.thresholds = thresholds or Thresholds()
+        self._cache: dict[str, tuple[object, object, list[R], bool]] = {}
+
+    def _node_rows(self, index: FindingsIndex, name: str, items: Sequence[Any],
+                   new: dict[str, tuple[object, object, list[R], bool]]) -> tuple[list[R], bool]:
+        findings = index.node(name)
+        hit = self._cache.get(name)
+        if hit is not None and hit[0] is items and hit[1] is findings:
+            new[name] = hit
+            return hit[2], hit[3]
+        if findings:
+            rows = [self.make_row(item, index.by_object(self.obj_key(item))) for item in items]
+        else:
+            rows = [self.make_row(item, ()) for item in items]
+        problem = any(getattr(r, "severity", Severity.OK) > Severity.OK for r in rows)
+        new[name] = (items, findings, rows, problem)
+        return rows, problem
+
+    def __call__(self, snapshot: ClusterSnapshot, node: str | None) -> list[R]:
+        index = findings_for(snapshot, self.thresholds)
+        per_node: dict[str, Sequence[Any]] = getattr(snapshot, self.part)
+        new: dict[str, tuple[object, object, list[R], bool]] = {}
+        if node is not None:
+            new.update(self._cache)
+            rows, _ = self._node_rows(index, node, per_node.get(node, ()), new)
+            self._cache = new
+            return severity_first(list(rows))
+        problems: list[R] = []
+        healthy: list[R] = []
+        for name, items in per_node.items():
+            rows, problem = self._node_rows(index, name, items, new)
+            if not problem:
+                healthy.extend(rows)
+            else:
+                for r in rows:
+                    (problems if getattr(r, "severity", Severity.OK) > Severity.OK else healthy).append(r)
+        self._cache = new  # swapped whole: a concurrent worker sees the old or the new map
+        problems.sort(key=lambda r: -getattr(r, "severity", Severity.OK))
+        problems.extend(healthy)
+        return problems
 
 
-def mount_rows(snapshot: ClusterSnapshot, node: str | None) -> list[Any]:
-    mounts = snapshot.mounts.get(node, ()) if node is not None else [m for ms in snapshot.mounts.values() for m in ms]
-    return severity_first([mount_row(m) for m in mounts])
+def ib_node_rows(thresholds: Thresholds | None = None) -> NodeRows[LinkRow]:
+    return NodeRows("ib", lambda p: f"ib/{p.node}/{p.device}:{p.port}", link_row, thresholds)
+
+
+def mount_node_rows(thresholds: Thresholds | None = None) -> NodeRows[MountRow]:
+    return NodeRows("mounts", lambda m: f"mount/{m.node}:{m.target}", mount_row, thresholds)
+
+
+def ib_rows(snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds | None = None) -> list[Any]:
+    return ib_node_rows(thresholds)(snapshot, node)
+
+
+def mount_rows(snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds | None = None) -> list[Any]:
+    return mount_node_rows(thresholds)(snapshot, node)

@@ -121,7 +121,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             row_key = self.row_key
             self.marked &= {row_key(r) for r in self.rows}
         self._resort()
-        self._refilter(keep=key)
+        self._refilter(keep=key, redraw_changed_only=True)
 
     def sort_by(self, column: str | None, reverse: bool | None = None) -> None:
         if reverse is None:
@@ -148,7 +148,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             self._sorted = sorted(self.rows, key=sort_key, reverse=self.sort_reverse)
         self._haystack = None
 
-    def _refilter(self, keep: str | None = None) -> None:
+    def _refilter(self, keep: str | None = None, redraw_changed_only: bool = False) -> None:
         needle = self.filter_text
         if not needle:
             self.view = self._sorted
@@ -157,13 +157,38 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
                 text = self.search_text or (lambda r: " ".join(c.text(r) for c in self.columns))
                 self._haystack = [text(r).lower() for r in self._sorted]
             self.view = [r for r, h in zip(self._sorted, self._haystack, strict=True) if needle in h]
+        old_cursor = self.cursor
         if keep is not None:
             row_key = self.row_key
-            self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep), min(self.cursor, len(self.view) - 1))
+            current = self.view[self.cursor] if 0 <= self.cursor < len(self.view) else None
+            if current is None or row_key(current) != keep:  # the usual case (same place) is O(1)
+                self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep),
+                                   min(self.cursor, len(self.view) - 1))
         self.cursor = max(0, min(self.cursor, len(self.view) - 1))
         self.virtual_size = Size(self._width, len(self.view) + 1)
+        if redraw_changed_only and self._lines and self.is_mounted:
+            self._redraw_changed(old_cursor)
+            return
         self._lines.clear()
         self.refresh()
+
+    def _redraw_changed(self, old_cursor: int) -> None:
+        """New rows, same sort and filter: re-format the visible rows and redraw only the lines
+        whose text or style changed, so a table where two values moved writes two lines."""
+        old = self._lines
+        self._lines = lines = {}
+        top = int(self.scroll_offset.y)
+        height = max(1, self.scrollable_content_region.height)
+        view = self.view
+        for index in range(top, min(len(view), top + height)):
+            strip = lines[index] = self._format_row(view[index])
+            if old.get(index) != strip:
+                self.refresh_line(index + 1)
+        if old and max(old) >= len(view) and len(view) < top + height:  # rows past the new end: blank them
+            self.refresh_lines(len(view) + 1, top + height - len(view))
+        if old_cursor != self.cursor:
+            self.refresh_line(old_cursor + 1)
+            self.refresh_line(self.cursor + 1)
 
     @property
     def cursor_row(self) -> T | None:
