@@ -16,6 +16,7 @@ from textual.widgets import Footer
 
 from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
@@ -113,7 +114,7 @@ class DashboardScreen(Screen[None]):
         subtitle = ctl_marker or controller_summary(self.snapshot.controller)
         if subtitle != self._queue_subtitle:  # a new subtitle repaints the whole pane: only on change
             self._queue_subtitle = subtitle
-            self.queue_pane.border_subtitle = Content(subtitle)
+            set_border_text(self.queue_pane, Content(subtitle), subtitle=True)
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now)
             if marker != pane.data_status:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from hpctui.correlate import workload_index
 from hpctui.findings import findings_for
@@ -19,6 +20,8 @@ from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
+from hpctui.ui.widgets.borders import set_border_text
+from hpctui.ui.widgets.spark import MiniSpark
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
@@ -198,14 +201,16 @@ class GpuPanel(VerticalScroll):
         self.border_title = "Node / GPUs"
         self._title = "Node / GPUs"
         self._body: Content | None = None
+        self._body_dims: tuple[int, int] = (-1, -1)
+        self._body_node: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for data…", id="gpu-body", markup=False)
         with Horizontal(id="gpu-history"):
             yield Label("util", classes="spark-label")
-            yield Sparkline([], id="spark-util")
+            yield MiniSpark(id="spark-util")
             yield Label("temp", classes="spark-label")
-            yield Sparkline([], id="spark-temp")
+            yield MiniSpark(id="spark-temp")
 
     def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
@@ -214,18 +219,24 @@ class GpuPanel(VerticalScroll):
         title = f"Node {node}" if node else "Node / GPUs"
         if title != self._title:  # setting a border title repaints the whole panel
             self._title = title
-            self.border_title = Content(title) if node else title
+            set_border_text(self, Content(title))
         body = node_detail(snapshot, node, thresholds)
         drawn = self._body
         if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
             self._body = body
-            self.query_one("#gpu-body", Static).update(body)
+            lines = body.plain.splitlines()
+            dims = (len(lines), max((cell_len(line) for line in lines), default=0))
+            # A layout pass (which makes Textual repaint every scrollbar on screen) only for another
+            # node or a body that outgrew its box; a shorter body leaves blank lines until then.
+            old_lines, old_width = self._body_dims
+            layout = node != self._body_node or dims[0] > old_lines or dims[1] > old_width
+            self.query_one("#gpu-body", Static).update(body, layout=layout)
+            self._body_dims = dims if layout else (old_lines, old_width)
+            self._body_node = node
         util = node_series(history, node, "util") if history and node else []
         temp = node_series(history, node, "temp") if history and node else []
         for spark_id, data in (("#spark-util", util), ("#spark-temp", temp)):
-            spark = self.query_one(spark_id, Sparkline)
-            if list(spark.data or []) != data:
-                spark.data = data
+            self.query_one(spark_id, MiniSpark).data = data  # redraws only when the series moved
         shown = len(util) > 1 or len(temp) > 1
         box = self.query_one("#gpu-history")
         if box.display != shown:

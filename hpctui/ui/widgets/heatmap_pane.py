@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from hpctui.health import Thresholds
 from hpctui.ui.heat import GLYPH_LEGEND, METRIC_TITLES, Metric, legend_entries
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 
@@ -45,7 +46,7 @@ class HeatmapPane(Vertical):
         title = f"Nodes ({len(hm.names)}) · {METRIC_TITLES[hm.metric]}{marked}"
         if title != self._title:  # a new title repaints the whole pane: only on change
             self._title = title
-            self.border_title = title
+            set_border_text(self, title)
 
     @on(NodeHeatmap.MetricChanged)
     def _metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:

@@ -18,6 +18,7 @@ from hpctui.findings import FindingsIndex, findings_for
 from hpctui.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Severity
 from hpctui.ui.keys import LINKS_KEYS, bindings
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.tables import LinkRow, MountRow, link_row, mount_row, severity_first
 from hpctui.ui.widgets.vtable import VirtualTable
 
@@ -74,7 +75,7 @@ class TablePane(Vertical):
         title = " · ".join(parts)
         if title != self._title:  # setting a border title repaints the whole pane: only on change
             self._title = title
-            self.border_title = Content(title)  # plain text: filters and errors may hold "["
+            set_border_text(self, Content(title))  # plain text: filters and errors may hold "["
 
     @on(VirtualTable.FilterRequested)
     def _show_filter(self, event: VirtualTable.FilterRequested) -> None:

@@ -178,7 +178,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         old = self._lines
         self._lines = lines = {}
         top = int(self.scroll_offset.y)
-        height = max(1, self.scrollable_content_region.height)
+        height = max(1, self.scrollable_content_region.height - 1)  # the header takes one line
         view = self.view
         for index in range(top, min(len(view), top + height)):
             strip = lines[index] = self._format_row(view[index])
@@ -186,9 +186,9 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
                 self.refresh_line(index + 1)
         if old and max(old) >= len(view) and len(view) < top + height:  # rows past the new end: blank them
             self.refresh_lines(len(view) + 1, top + height - len(view))
-        if old_cursor != self.cursor:
-            self.refresh_line(old_cursor + 1)
-            self.refresh_line(self.cursor + 1)
+        for index in {old_cursor, self.cursor} if old_cursor != self.cursor else ():
+            if top <= index < top + height:  # off-screen lines would repaint the scrollbar
+                self.refresh_line(index + 1)
 
     @property
     def cursor_row(self) -> T | None:
