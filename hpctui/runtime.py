@@ -52,7 +52,7 @@ class Runtime:
         self.clock = clock
         self.store = Store(cluster, name_map=name_map, clock=clock)
         self.poller = Poller(self.sources, self.store)
-        self.poller.prepare = self.findings  # findings once per change, in the data layer
+        self.poller.prepare = self._prepare  # findings once per change, in the data layer
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
@@ -69,6 +69,14 @@ class Runtime:
     def findings(self, snapshot: ClusterSnapshot | None = None) -> FindingsIndex:
         """The shared findings of ``snapshot`` (default: the store's latest)."""
         return findings_for(snapshot if snapshot is not None else self.store.snapshot(), self.thresholds)
+
+    def _prepare(self, snapshot: ClusterSnapshot) -> None:
+        """What every reader of a new snapshot shares, computed by the poller (in a thread for
+        big clusters) before the UI hears of the change: findings and the jobs-on-nodes index."""
+        from hpctui.correlate import workload_index
+
+        self.findings(snapshot)
+        workload_index(snapshot)
 
     def start(self, on_change: Callable[[], None] | None = None) -> None:
         self.poller.on_change = on_change

@@ -33,6 +33,20 @@ def na_last(value: Any) -> tuple[bool, Any]:
     return (value is None, value if value is not None else 0)
 
 
+def _find_key(view: Sequence[T], row_key: Callable[[T], str], key: str, near: int) -> int:
+    """Index of the row with ``key``: rows near ``near`` first (a few problem rows came or went
+    above it), then the whole view; ``near`` (clamped) when the key is gone."""
+    n = len(view)
+    lo, hi = max(0, near - 64), min(n, near + 65)
+    for i in range(lo, hi):
+        if row_key(view[i]) == key:
+            return i
+    for i in range(n):
+        if (i < lo or i >= hi) and row_key(view[i]) == key:
+            return i
+    return min(near, n - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Column(Generic[T]):
     """How one column reads a row. ``style`` returns a theme variable name for the cell."""
@@ -162,8 +176,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             row_key = self.row_key
             current = self.view[self.cursor] if 0 <= self.cursor < len(self.view) else None
             if current is None or row_key(current) != keep:  # the usual case (same place) is O(1)
-                self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep),
-                                   min(self.cursor, len(self.view) - 1))
+                self.cursor = _find_key(self.view, row_key, keep, self.cursor)
         self.cursor = max(0, min(self.cursor, len(self.view) - 1))
         self.virtual_size = Size(self._width, len(self.view) + 1)
         if redraw_changed_only and self._lines and self.is_mounted:
