@@ -44,6 +44,7 @@ NODE_TITLE = re.compile(r"Node ([A-Za-z][\w.-]*)")
 @dataclass
 class Result:
     size: int
+    label: str = ""
     first_paint_s: float | None = None
     first_data_s: float | None = None
     cpu_pct: float | None = None
@@ -106,11 +107,12 @@ sim = SimCluster(size={size}, seed=0, start_time=T0)
 sim.to_result(T0, "demo")
 ts = []
 for k in range(1, {ticks} + 1):
-    t = time.perf_counter(); sim.advance(T0 + 2.0 * k); sim.to_result(T0 + 2.0 * k, "demo"); ts.append(time.perf_counter() - t)
+    t = time.process_time(); sim.advance(T0 + 2.0 * k); sim.to_result(T0 + 2.0 * k, "demo"); ts.append(time.process_time() - t)
 rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")][0] / 1024
 print(sum(ts) / len(ts), rss)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    # CPU time, not wall time: comparable with the app's /proc CPU figures on a busy machine
     mean, rss = (float(v) for v in out.stdout.split())
     return mean * 1000, 100 * mean / 2.0, rss
 
@@ -135,19 +137,23 @@ def _footer(screen: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_size(size: int, args: argparse.Namespace) -> Result:
-    res = Result(size)
-    res.sim_tick_ms, res.sim_pct, res.sim_rss_mb = sim_cost(size)
+def run_size(size: int, args: argparse.Namespace, src: Path | None = None, label: str = "",
+             sim: tuple[float, float, float] | None = None) -> Result:
+    res = Result(size, label)
+    res.sim_tick_ms, res.sim_pct, res.sim_rss_mb = sim or sim_cost(size)
     socket = f"hpctui-bench-{os.getpid()}-{size}"
     tmux = Tmux(socket)
     tmp = Path(tempfile.mkdtemp(prefix="hpctui-bench-"))
     out_file = tmp / "out.bin"
     env = f"env XDG_CONFIG_HOME={tmp} XDG_STATE_HOME={tmp} COLORTERM=truecolor TERM=tmux-256color"
+    if src is not None:  # another checkout's hpctui (e.g. the code before a change)
+        env += f" PYTHONPATH={src}"
     cmd = f"{env} {sys.executable} -m hpctui --demo --demo-size {size}"
     load_before = _load()
     try:
         t0 = time.perf_counter()
-        tmux("new-session", "-d", "-s", "bench", "-x", str(COLS), "-y", str(ROWS), cmd)
+        cwd = str(src if src is not None else ROOT)  # `python -m` puts the cwd first on sys.path
+        tmux("new-session", "-d", "-s", "bench", "-x", str(COLS), "-y", str(ROWS), "-c", cwd, cmd)
         tmux("set-option", "-t", "bench", "default-terminal", "tmux-256color", check=False)
         tmux("pipe-pane", "-t", "bench", "-o", f"cat >> {out_file}")
         pid = int(tmux("display-message", "-p", "-t", "bench", "#{pane_pid}").strip())
@@ -214,14 +220,14 @@ def table(results: list[Result], args: argparse.Namespace) -> str:
         f"tmux {COLS}×{ROWS}, idle window {args.window:.0f} s after {args.warmup:.0f} s, "
         f"{args.presses} Right + {args.tabs} Tab presses, {os.cpu_count()} CPUs, python {sys.version.split()[0]}",
         "",
-        "| nodes | first paint ms | first data ms | CPU % core | sim % core (ms/tick) | app % core | RSS MB (sim alone) "
+        "| nodes | code | first paint ms | first data ms | CPU % core | sim % core (ms/tick) | app % core | RSS MB (sim alone) "
         "| bytes/s idle | Right p50/p90/max ms | Tab p50/p90/max ms | load 1/5/15 before → after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         app = None if r.cpu_pct is None or r.sim_pct is None else max(0.0, r.cpu_pct - r.sim_pct)
         lines.append(
-            f"| {r.size:,} | {_ms(r.first_paint_s)} | {_ms(r.first_data_s)} | {r.cpu_pct:.1f} "
+            f"| {r.size:,} | {r.label or 'this'} | {_ms(r.first_paint_s)} | {_ms(r.first_data_s)} | {r.cpu_pct:.1f} "
             f"| {r.sim_pct:.1f} ({r.sim_tick_ms:.0f}) | {app:.1f} | {r.rss_mb:.0f} ({r.sim_rss_mb:.0f}) "
             f"| {r.bytes_per_s:,.0f} "
             f"| {_lat(r.arrow, r.arrow_timeouts)} | {_lat(r.tab, r.tab_timeouts)} | {r.load} |"
@@ -238,12 +244,20 @@ def main(argv: list[str]) -> None:
     p.add_argument("--tabs", type=int, default=12, help="Tab/Shift+Tab presses")
     p.add_argument("--key-timeout", type=float, default=10.0)
     p.add_argument("--out", type=Path, help="also write the table here")
+    p.add_argument("--compare", type=Path, metavar="DIR",
+                   help="another checkout (e.g. `git archive` of the old commit): each size runs that code, "
+                        "then this one, back to back, so both see the same machine load")
     args = p.parse_args(argv)
     if shutil.which("tmux") is None:
         sys.exit("bench_app: tmux is needed (apt-get install tmux)")
     results = []
     for size in args.sizes:
-        r = run_size(size, args)
+        sim = sim_cost(size)
+        if args.compare is not None:
+            r = run_size(size, args, args.compare.resolve(), "before", sim)
+            results.append(r)
+            print(f"  {size} before: done ({r.load})", file=sys.stderr, flush=True)
+        r = run_size(size, args, None, "after" if args.compare is not None else "", sim)
         results.append(r)
         print(f"  {size}: done ({r.load})", file=sys.stderr, flush=True)
     text = table(results, args)
