@@ -141,7 +141,7 @@ def run_size(size: int, args: argparse.Namespace, src: Path | None = None, label
              sim: tuple[float, float, float] | None = None) -> Result:
     res = Result(size, label)
     res.sim_tick_ms, res.sim_pct, res.sim_rss_mb = sim or sim_cost(size)
-    socket = f"hpctui-bench-{os.getpid()}-{size}"
+    socket = f"hpctui-bench-{os.getpid()}-{size}-{label or 'this'}"  # one tmux server per run
     tmux = Tmux(socket)
     tmp = Path(tempfile.mkdtemp(prefix="hpctui-bench-"))
     out_file = tmp / "out.bin"
