@@ -1,7 +1,8 @@
 """parse_jobs_json / parse_nodes_json vs json.loads on synthetic v0.0.38 ``squeue/sinfo --json``.
 
 Usage: python bench/bench_slurm_parse.py [N_JOBS] [N_NODES]   (defaults 100000, 16384)
-Each variant runs in a fresh subprocess so peak RSS (ru_maxrss) is its own.
+Each variant runs in a fresh subprocess so peak RSS (ru_maxrss) is its own; ``stall`` runs
+the parse in a thread under asyncio and reports the event loop's longest gap.
 
 The synthetic queue varies like a real one so that value caches do not flatter the
 numbers: every job id is distinct, ~400 users, a few hundred node lists with matching
@@ -161,6 +162,9 @@ def run(variant: str, path: str) -> None:
     sys.path.insert(0, str(ROOT))
     from hpctui.sources.slurm.parse import parse_jobs_json, parse_nodes_json
 
+    if variant == "stall":
+        _stall(data, parse_jobs_json)
+        return
     t0 = time.perf_counter()
     if variant == "json":
         n = len(json.loads(data)["jobs"])
@@ -177,6 +181,36 @@ def run(variant: str, path: str) -> None:
     )
 
 
+def _stall(data: bytes, parse: Any) -> None:
+    """The event loop's longest gap while the parse runs in a thread, as the Slurm source runs it
+    (``asyncio.to_thread``): a 5 ms ticker records how late each of its wake-ups was."""
+    import asyncio
+
+    async def go() -> tuple[float, float, int, int]:
+        gaps: list[float] = []
+        done = False
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while not done:
+                await asyncio.sleep(0.005)
+                now = time.perf_counter()
+                gaps.append(now - last - 0.005)
+                last = now
+
+        tick = asyncio.create_task(ticker())
+        t0 = time.perf_counter()
+        jobs = await asyncio.to_thread(parse, data)
+        took = time.perf_counter() - t0
+        done = True
+        await tick
+        return took, max(gaps, default=0.0), sum(g > 0.05 for g in gaps), len(jobs)
+
+    took, worst, over, n = asyncio.run(go())
+    print(f"stall      {n:6d} kept  {took:6.2f} s in a thread; longest event-loop gap {worst * 1000:.0f} ms, "
+          f"{over} gaps over 50 ms")
+
+
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--run":
         run(sys.argv[2], sys.argv[3])
@@ -187,7 +221,7 @@ def main() -> None:
         path = Path(tmp) / "squeue.json"
         build(n, path)
         print(f"synthetic squeue --json: {n} jobs, {path.stat().st_size / 1e6:.0f} MB")
-        for variant in ("msgspec", "json"):
+        for variant in ("msgspec", "stall", "json"):
             subprocess.run([sys.executable, __file__, "--run", variant, str(path)], check=True)
         path.unlink()
         if n_nodes:

@@ -14,21 +14,30 @@ from hpctui.model.hostlist import HostlistError, expand
 _ACTIVE = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "STAGE_OUT", "SIGNALING", "RESIZING"})
 
 
+# Hostlist expansion is the costly part (python-hostlist, ~70 µs a list): the lists of the
+# last build are reused by value, so a queue that changes a little re-expands a little.
+_expanded: dict[str, list[str]] = {}
+
+
 class WorkloadIndex:
     """Jobs and pods per node name for one snapshot."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
+        global _expanded
         jobs: dict[str, list[SlurmJob]] = defaultdict(list)
+        previous = _expanded  # node lists of the previous index: most running jobs are still there
         expanded: dict[str, list[str]] = {}
         for job in snapshot.jobs:
             if job.state not in _ACTIVE or not job.nodes:
                 continue
             names = expanded.get(job.nodes)
             if names is None:
-                try:
-                    names = expand(job.nodes)
-                except HostlistError:
-                    names = []
+                names = previous.get(job.nodes)
+                if names is None:
+                    try:
+                        names = expand(job.nodes)
+                    except HostlistError:
+                        names = []
                 expanded[job.nodes] = names
             for name in names:
                 jobs[name].append(job)
@@ -38,6 +47,7 @@ class WorkloadIndex:
                 pods[pod.node].append(pod)
         self._jobs = dict(jobs)
         self._pods = dict(pods)
+        _expanded = expanded  # only the lists in use are kept: no unbounded growth
 
     def jobs_on(self, node: str) -> list[SlurmJob]:
         return self._jobs.get(node, [])

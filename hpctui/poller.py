@@ -10,10 +10,12 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
+from hpctui.model import ClusterSnapshot
 from hpctui.sources.base import Source
 from hpctui.store import Store
 
 MAX_BACKOFF_S = 60.0
+PREPARE_IN_THREAD_ABOVE = 1024  # nodes: derived data (findings) of bigger snapshots is computed off the loop
 
 
 def backoff_delay(interval_s: float, consecutive_errors: int) -> float:
@@ -42,6 +44,9 @@ class Poller:
         self.on_change = on_change
         self.timeout_s = timeout_s
         self.monotonic = monotonic
+        # Derives what every reader of a new snapshot needs (the runtime computes findings here),
+        # once per change and, for big clusters, in a thread, before the UI is told.
+        self.prepare: Callable[[ClusterSnapshot], object] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: dict[str, asyncio.Event] = {}
         for source in self.sources:
@@ -69,9 +74,22 @@ class Poller:
         else:
             self.store.apply(result, duration_s=self.monotonic() - started)
             ok = True
+            await self._prepare()
         if self.on_change is not None:
             self.on_change()
         return ok
+
+    async def _prepare(self) -> None:
+        if self.prepare is None:
+            return
+        snapshot = self.store.snapshot()
+        try:
+            if len(snapshot.nodes) > PREPARE_IN_THREAD_ABOVE:
+                await asyncio.to_thread(self.prepare, snapshot)
+            else:
+                self.prepare(snapshot)
+        except Exception:  # readers compute it themselves then; a bug here must not stop polling
+            pass
 
     async def poll_all_once(self) -> None:
         await asyncio.gather(*(self.poll_once(s) for s in self.sources))

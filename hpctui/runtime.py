@@ -18,8 +18,9 @@ from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.config import AppConfig, default_state_dir, source_settings
+from hpctui.findings import FindingsIndex, findings_for
 from hpctui.health import Thresholds
-from hpctui.model import Event
+from hpctui.model import ClusterSnapshot, Event
 from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
@@ -54,6 +55,7 @@ class Runtime:
         self.clock = clock
         self.store = Store(cluster, name_map=name_map, clock=clock, precedence=precedence)
         self.poller = Poller(self.sources, self.store)
+        self.poller.prepare = self._prepare  # findings once per change, in the data layer
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
@@ -88,6 +90,18 @@ class Runtime:
             return audit_events(audit.read(), self.cluster, limit)
         except (OSError, ValueError, msgspec.DecodeError):  # a torn last line must not stop the UI
             return []
+
+    def findings(self, snapshot: ClusterSnapshot | None = None) -> FindingsIndex:
+        """The shared findings of ``snapshot`` (default: the store's latest)."""
+        return findings_for(snapshot if snapshot is not None else self.store.snapshot(), self.thresholds)
+
+    def _prepare(self, snapshot: ClusterSnapshot) -> None:
+        """What every reader of a new snapshot shares, computed by the poller (in a thread for
+        big clusters) before the UI hears of the change: findings and the jobs-on-nodes index."""
+        from hpctui.correlate import workload_index
+
+        self.findings(snapshot)
+        workload_index(snapshot)
 
     def start(self, on_change: Callable[[], None] | None = None) -> None:
         self.poller.on_change = on_change

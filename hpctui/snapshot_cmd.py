@@ -11,7 +11,7 @@ from collections import Counter
 import msgspec
 
 from hpctui.findings import findings_for
-from hpctui.health import Finding, Thresholds, all_findings, node_findings
+from hpctui.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Severity, fmt_na
 from hpctui.sanitize import clean_text
 
@@ -63,11 +63,12 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
     lines.append("")
     header = f"{'NODE':<14} {'SLURM':<22} {'K8S':<10} {'GPUS':>5} {'UTIL%':>6} {'TEMPC':>6}  WORST"
     lines.append(header)
+    index = findings_for(snapshot, thresholds)
     for name, node in snapshot.nodes.items():
         gpus = snapshot.gpus.get(name, ())
         utils = [g.util_pct for g in gpus if g.util_pct is not None]
         temps = [g.temp_c for g in gpus if g.temp_c is not None]
-        findings = node_findings(snapshot, name, thresholds)
+        findings = index.node(name)
         worst = f"{findings[0].severity.name}: {findings[0].message}" if findings else "-"
         slurm = node.slurm.display_state if node.slurm else "-"
         k8s = ("Ready" if node.k8s.ready == "True" else f"Ready={node.k8s.ready}") if node.k8s else "-"
@@ -86,7 +87,7 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
         where = f"{q.namespace}/" if q.namespace else ""
         counts = "" if q.pending is None else f" pending {q.pending} admitted {fmt_na(q.admitted)}"
         lines.append(f"{q.kind} {where}{q.name}: {q.state}{counts}" + (f" ({q.message})" if q.message else ""))
-    problems = [f for f in all_findings(snapshot, thresholds) if f.severity >= Severity.WARNING]
+    problems = [f for f in index if f.severity >= Severity.WARNING]
     lines.append(f"findings (warning and worse): {len(problems)}")
     lines.extend(f"  {f.severity.name:<8} {f.object:<28} {f.message}" for f in problems)
     # The model is already clean (parsers sanitise); this guards the table itself: no raw

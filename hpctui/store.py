@@ -149,7 +149,10 @@ class Store:
         if result.slurm_nodes is not None:
             self._slurm_nodes[src] = dict(result.slurm_nodes)
         if result.k8s_nodes is not None:
-            self._k8s_nodes[src] = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
+            if self.name_map.explicit or self.name_map.strip_suffix:
+                self._k8s_nodes[src] = {self.name_map.to_slurm(k): v for k, v in result.k8s_nodes.items()}
+            else:  # names map to themselves: skip 16k calls on the event loop
+                self._k8s_nodes[src] = dict(result.k8s_nodes)
         if result.gpus is not None:
             previous = self._gpus.get(src, {})
             self._gpus[src] = dict(result.gpus)

@@ -11,17 +11,18 @@ import shlex
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult, reason_problem, stored_reason
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.model.common import Severity
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.sim import SimCluster
-from hpctui.sim.accounting import demo_accounting
 from hpctui.sim.workload import SimJob
-from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, admin_argvs, admin_params, check
+
+if TYPE_CHECKING:  # the accounting parsers are not needed for the first frame
+    from hpctui.sources.slurm.accounting import AccountingInfo
 
 NOTE = "demo cluster: nothing real is touched"
 SUPPORTED = frozenset({
@@ -56,10 +57,22 @@ class DemoSource:
         self.interval_s = interval_s
         self.clock = clock
         self.user = user  # recorded as reason_user on drains from this UI
-        self.sim = SimCluster(size=size, seed=seed, start_time=clock() if start_time is None else start_time)
+        self.size = size
+        self._sim_args = (size, seed, clock() if start_time is None else start_time)
+        self._sim: SimCluster | None = None  # built on first use: at 16k nodes that takes seconds,
+        self._build_lock = threading.Lock()  # so the first collect builds it in its worker thread
         self._lock = threading.Lock()  # ticks may run in a worker thread; actions share the sim
         self.reservations: dict[str, tuple[str, ...]] = {}  # maintenance reservation -> nodes
         self.partition_state: dict[str, str] = {}  # partition -> UP/DOWN/DRAIN/INACTIVE set by an action
+
+    @property
+    def sim(self) -> SimCluster:
+        if self._sim is None:
+            with self._build_lock:
+                if self._sim is None:
+                    size, seed, start = self._sim_args
+                    self._sim = SimCluster(size=size, seed=seed, start_time=start)
+        return self._sim
 
     # -- Source --------------------------------------------------------------------
     async def collect(self) -> SourceResult:
@@ -83,11 +96,13 @@ class DemoSource:
             for job in self.sim.workload.jobs.values():
                 if job.state == "RUNNING":
                     usage[job.user] = usage.get(job.user, 0) + job.gpus_per_node * job.num_nodes
+        from hpctui.sim.accounting import demo_accounting
+
         return demo_accounting(user, account, usage)
 
     async def _off_loop(self, func: Callable[..., T], *args: object) -> T:
         """Big sims tick in a worker thread holding the lock: never wait for it on the event loop."""
-        if len(self.sim.specs) > 1024:
+        if self.size > 1024:
             return await asyncio.to_thread(func, *args)
         return func(*args)
 

@@ -81,10 +81,15 @@ class HpcApp(App[None]):
         self.push_screen(self.dashboard)
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
-        if self.autostart:
-            self.runtime.start(self._on_store_change)
-            self._clock = self.set_interval(1.0, self.dashboard.update_status)
-            self.call_after_refresh(self._on_store_change)
+        if self.autostart:  # the empty dashboard paints first; sources start after it
+            self.call_after_refresh(self._start_runtime)
+
+    def _start_runtime(self) -> None:
+        if self.shutting_down:
+            return
+        self.runtime.start(self._on_store_change)
+        self._clock = self.set_interval(1.0, self.dashboard.update_status)
+        self._on_store_change()
 
     async def on_unmount(self) -> None:
         await self.runtime.stop()  # in-flight actions finish (or are recorded interrupted), children killed

@@ -11,7 +11,8 @@ import enum
 from collections.abc import Sequence
 from itertools import pairwise
 
-from hpctui.health import Thresholds, node_findings
+from hpctui.findings import FindingsIndex, findings_for
+from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, Gpu, Node
 
 NA_LEVEL = 5  # "no data": drawn in heat-na, never as 0
@@ -102,26 +103,72 @@ def gpu_value(gpus: Sequence[Gpu], metric: Metric) -> float | None:
     raise ValueError(metric)
 
 
+class LevelCache:
+    """Per-node memo of the last levels and glyphs, keyed by the identity of the node's data.
+
+    The store reuses unchanged ``Node`` and GPU tuples, so a redraw of 16k nodes where a
+    few hundred changed recomputes a few hundred values. Owned by one heatmap.
+    """
+
+    def __init__(self) -> None:
+        self.metric: Metric | None = None
+        self.thresholds: Thresholds | None = None
+        self.values: dict[str, tuple[object, int]] = {}
+        self.glyphs: dict[str, tuple[Node | None, int]] = {}
+
+    def reset_if(self, metric: Metric, thresholds: Thresholds) -> None:
+        if metric is not self.metric or thresholds != self.thresholds:
+            self.metric, self.thresholds = metric, thresholds
+            self.values = {}
+
+
 def compute_levels(snapshot: ClusterSnapshot, names: Sequence[str], metric: Metric,
-                   thresholds: Thresholds) -> tuple[bytes, bytes]:
+                   thresholds: Thresholds, cache: LevelCache | None = None,
+                   findings: FindingsIndex | None = None) -> tuple[bytes, bytes]:
     """(levels, glyph indexes) for ``names``; level is 0..4 or NA_LEVEL.
 
-    Glyphs are returned as one byte per node indexing :data:`GLYPHS`.
+    Glyphs are returned as one byte per node indexing :data:`GLYPHS`. Health levels come
+    from the snapshot's shared :func:`~hpctui.findings.findings_for`; ``cache`` makes the
+    GPU metrics and glyphs incremental.
     """
     levels = bytearray(len(names))
     glyphs = bytearray(len(names))
     nodes = snapshot.nodes
     gpus_by_node = snapshot.gpus
     if metric is Metric.HEALTH:
+        index = findings if findings is not None else findings_for(snapshot, thresholds)
+        severity = index.severity
         for i, name in enumerate(names):
-            findings = node_findings(snapshot, name, thresholds)
-            levels[i] = int(findings[0].severity) if findings else 0
+            levels[i] = int(severity(name))
     else:
         steps = temp_steps(thresholds) if metric is Metric.TEMP else PCT_STEPS
+        if cache is None:
+            for i, name in enumerate(names):
+                levels[i] = _ramp(gpu_value(gpus_by_node.get(name, ()), metric), steps)
+        else:
+            cache.reset_if(metric, thresholds)
+            old = cache.values
+            new: dict[str, tuple[object, int]] = {}
+            empty: tuple[Gpu, ...] = ()
+            for i, name in enumerate(names):
+                gpus = gpus_by_node.get(name, empty)
+                hit = old.get(name)
+                level = hit[1] if hit is not None and hit[0] is gpus else _ramp(gpu_value(gpus, metric), steps)
+                new[name] = (gpus, level)
+                levels[i] = level
+            cache.values = new
+    if cache is None:
         for i, name in enumerate(names):
-            levels[i] = _ramp(gpu_value(gpus_by_node.get(name, ()), metric), steps)
-    for i, name in enumerate(names):
-        glyphs[i] = node_glyph(nodes.get(name))
+            glyphs[i] = node_glyph(nodes.get(name))
+    else:
+        old_g, new_g = cache.glyphs, {}
+        for i, name in enumerate(names):
+            node = nodes.get(name)
+            ghit = old_g.get(name)
+            glyph = ghit[1] if ghit is not None and ghit[0] is node else node_glyph(node)
+            new_g[name] = (node, glyph)
+            glyphs[i] = glyph
+        cache.glyphs = new_g
     return bytes(levels), bytes(glyphs)
 
 

@@ -17,17 +17,26 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
-from hpctui.model import ClusterSnapshot, Part
+from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
 from hpctui.ui.messages import NodeRequested
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
-from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_rows, mount_rows
+from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
-from hpctui.ui.widgets.tables import QueueTable, link_table, mount_table, pod_table, pod_trouble_first
+from hpctui.ui.widgets.tables import (
+    LinkRow,
+    MountRow,
+    QueueTable,
+    link_table,
+    mount_table,
+    pod_table,
+    pod_trouble_first,
+)
 
 # What fills a pane, for the title of a pane no configured source provides.
 FILLED_BY = {Part.SLURM_JOBS: ("Slurm jobs", "a `slurm`"), Part.PODS: ("Kubernetes pods", "a `k8s`"),
@@ -59,6 +68,9 @@ class DashboardScreen(Screen[None]):
         self.snapshot: ClusterSnapshot | None = None
         self.selected: str | None = None
         self._history_node: str | None = None  # node whose range-query history was last asked for
+        self._queue_subtitle: str | None = None
+        self._pods_in: tuple[Pod, ...] | None = None
+        self._pods_rows: list[Pod] = []
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled, id="heatmap")
         self.gpu_panel = GpuPanel(id="gpu-panel")
@@ -66,8 +78,10 @@ class DashboardScreen(Screen[None]):
                                     id="queue-pane")
         self.pods_pane = TablePane("K8s pods", pod_table(id="pods", actions_enabled=self.actions_enabled),
                                    id="pods-pane")
-        self.ib_pane: ScopedPane[object] = ScopedPane("IB links", link_table(id="ib"), ib_rows, id="ib-pane")
-        self.mounts_pane: ScopedPane[object] = ScopedPane("Mounts", mount_table(id="mounts"), mount_rows,
+        self.ib_pane: ScopedPane[LinkRow] = ScopedPane("IB links", link_table(id="ib"),
+                                                       ib_node_rows(runtime.thresholds), id="ib-pane")
+        self.mounts_pane: ScopedPane[MountRow] = ScopedPane("Mounts", mount_table(id="mounts"),
+                                                          mount_node_rows(runtime.thresholds),
                                                           id="mounts-pane")
         self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
         self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
@@ -108,7 +122,9 @@ class DashboardScreen(Screen[None]):
         self.ib_pane.data_status = no_source_note(snapshot, Part.IB)
         self.mounts_pane.data_status = no_source_note(snapshot, Part.MOUNTS)
         self.queue_pane.set_rows(snapshot.jobs)
-        self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
+        if snapshot.pods is not self._pods_in:  # same pods: the same sorted list, so the table skips it
+            self._pods_in, self._pods_rows = snapshot.pods, pod_trouble_first(snapshot.pods)
+        self.pods_pane.set_rows(self._pods_rows)
         self.ib_pane.show(snapshot, self.selected)
         self.mounts_pane.show(snapshot, self.selected)
         self.problems_pane.show(snapshot)
@@ -131,7 +147,10 @@ class DashboardScreen(Screen[None]):
         self.query_one(StatusLine).show(content)
         now = rt.clock()
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
-        self.queue_pane.border_subtitle = Content(ctl_marker or controller_summary(self.snapshot.controller))
+        subtitle = ctl_marker or controller_summary(self.snapshot.controller)
+        if subtitle != self._queue_subtitle:  # a new subtitle repaints the whole pane: only on change
+            self._queue_subtitle = subtitle
+            set_border_text(self.queue_pane, Content(subtitle), subtitle=True)
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now) or no_source_note(self.snapshot, part)
             if marker != pane.data_status:

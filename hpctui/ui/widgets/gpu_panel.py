@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from hpctui.correlate import workload_index
-from hpctui.health import Thresholds, node_findings
+from hpctui.findings import findings_for
+from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.provenance import resource_lines, source_lines
+from hpctui.ui.widgets.spark import MiniSpark
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
@@ -167,7 +171,7 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
     lines.extend(source_lines(snapshot, name, snapshot.time))
     lines.extend(resource_lines(snapshot.resources.get(name)))
-    findings = node_findings(snapshot, name, t)
+    findings = findings_for(snapshot, t).node(name)
     if findings:
         lines.append(Content.assemble(("Findings", "bold underline")))
         for f in findings[:12]:
@@ -203,33 +207,59 @@ class GpuPanel(VerticalScroll):
         self.node: str | None = None
         self.border_title = "Node / GPUs"
         self.remote: tuple[str, list[float], str] | None = None  # (node, util series, window) of a range query
+        self._title = "Node / GPUs"
+        self._body: Content | None = None
+        self._body_dims: tuple[int, int] = (-1, -1)
+        self._body_node: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for data…", id="gpu-body", markup=False)
         with Horizontal(id="gpu-history"):
             yield Label("util", classes="spark-label")
-            yield Sparkline([], id="spark-util")
+            yield MiniSpark(id="spark-util")
             yield Label("temp", classes="spark-label")
-            yield Sparkline([], id="spark-temp")
+            yield MiniSpark(id="spark-temp")
 
     def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
+        """Draw ``node``; parts whose text, styles or series are unchanged are not redrawn."""
         self.node = node
-        self.border_title = Content(f"Node {node}") if node else "Node / GPUs"
-        self.query_one("#gpu-body", Static).update(node_detail(snapshot, node, thresholds))
+        title = f"Node {node}" if node else "Node / GPUs"
+        if title != self._title:  # setting a border title repaints the whole panel
+            self._title = title
+            set_border_text(self, Content(title))
+        body = node_detail(snapshot, node, thresholds)
+        drawn = self._body
+        if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
+            self._body = body
+            lines = body.plain.splitlines()
+            dims = (len(lines), max((cell_len(line) for line in lines), default=0))
+            # A layout pass (which makes Textual repaint every scrollbar on screen) only for another
+            # node or a body that outgrew its box; a shorter body leaves blank lines until then.
+            old_lines, old_width = self._body_dims
+            layout = node != self._body_node or dims[0] > old_lines or dims[1] > old_width
+            self.query_one("#gpu-body", Static).update(body, layout=layout)
+            self._body_dims = dims if layout else (old_lines, old_width)
+            self._body_node = node
         util = node_series(history, node, "util") if history and node else []
         temp = node_series(history, node, "temp") if history and node else []
-        if self.remote is not None and self.remote[0] == node:  # a metrics source's own history wins
+        remote = self.remote is not None and self.remote[0] == node
+        if remote and self.remote is not None:  # a metrics source's own history wins
             util = self.remote[1]
-        self.border_subtitle = self.remote[2] if self.remote is not None and self.remote[0] == node else ""
-        self.query_one("#spark-util", Sparkline).data = util
-        self.query_one("#spark-temp", Sparkline).data = temp
-        self.query_one("#gpu-history").display = len(util) > 1 or len(temp) > 1
+        subtitle = self.remote[2] if remote and self.remote is not None else ""
+        if self.border_subtitle != subtitle:
+            set_border_text(self, subtitle, subtitle=True)
+        for spark_id, data in (("#spark-util", util), ("#spark-temp", temp)):
+            self.query_one(spark_id, MiniSpark).data = data  # redraws only when the series moved
+        shown = len(util) > 1 or len(temp) > 1
+        box = self.query_one("#gpu-history")
+        if box.display != shown:
+            box.display = shown
 
     def show_history(self, node: str, util: list[float], window: str) -> None:
         """A range-query answer for ``node`` (from a metrics source), with the window it covers."""
         self.remote = (node, util, window)
         if node == self.node:
-            self.query_one("#spark-util", Sparkline).data = util
-            self.border_subtitle = window
+            self.query_one("#spark-util", MiniSpark).data = util
+            set_border_text(self, window, subtitle=True)
             self.query_one("#gpu-history").display = len(util) > 1

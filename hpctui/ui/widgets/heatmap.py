@@ -25,7 +25,7 @@ from hpctui.actions.base import JOB_ACTIONS, ActionKind
 from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import collect
-from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, Metric, compute_levels, node_names
+from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, LevelCache, Metric, compute_levels, node_names
 from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
 from hpctui.ui.labels import unique_labels
 from hpctui.ui.messages import ActionRequested
@@ -103,6 +103,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._segments: dict[tuple[int, int, bool, bool, str], Segment] = {}
         self._lines: dict[int, Strip] = {}
         self._request = 0
+        self._level_cache = LevelCache()
+        self._full_redraw = True
 
     # -- data down ------------------------------------------------------------
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
@@ -116,6 +118,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._index = {n: i for i, n in enumerate(names)}
             self.marked = {self._index[n] for n in marked if n in self._index}
             self.cursor = self._index.get(current, 0) if current else 0
+            self._full_redraw = True  # positions moved: every row is stale
             self._update_virtual_size()
             self.post_message(self.Highlighted(self.cursor_node))
         self._recompute()
@@ -124,7 +127,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if self._snapshot is None:
             return
         if len(self.names) < THREAD_ABOVE:
-            self._apply_levels(compute_levels(self._snapshot, self.names, self.metric, self.thresholds))
+            self._apply_levels(compute_levels(self._snapshot, self.names, self.metric, self.thresholds,
+                                              self._level_cache))
             return
         # Health of 16k nodes takes ~0.2 s: compute off the event loop on the frozen
         # snapshot; the last request wins (exclusive worker), older results are dropped.
@@ -135,7 +139,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
                         thread=True, exclusive=True)
 
     def _levels_thread(self, snapshot: ClusterSnapshot, names: list[str], metric: Metric, request: int) -> None:
-        result = compute_levels(snapshot, names, metric, self.thresholds)
+        result = compute_levels(snapshot, names, metric, self.thresholds, self._level_cache)
         self.app.call_from_thread(self._apply_if_current, result, request)
 
     def _apply_if_current(self, result: tuple[bytes, bytes], request: int) -> None:
@@ -143,8 +147,22 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._apply_levels(result)
 
     def _apply_levels(self, result: tuple[bytes, bytes]) -> None:
+        """Take new levels; only rows whose cells changed are redrawn (an idle cluster writes little)."""
+        old_levels, old_glyphs = self.levels, self.glyphs
         self.levels, self.glyphs = result
-        self._invalidate()
+        if self._full_redraw or len(old_levels) != len(self.levels) or len(old_glyphs) != len(self.glyphs):
+            self._full_redraw = False
+            self._invalidate()
+            return
+        if old_levels == self.levels and old_glyphs == self.glyphs:
+            return
+        cols = self._cols
+        levels, glyphs = self.levels, self.glyphs
+        for row in list(self._lines):
+            a, b = row * cols, row * cols + cols
+            if levels[a:b] != old_levels[a:b] or glyphs[a:b] != old_glyphs[a:b]:
+                del self._lines[row]
+                self.refresh_line(row)
 
     def set_metric(self, metric: Metric) -> None:
         if metric is self.metric:
@@ -152,6 +170,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.metric = metric
         self._segments.clear()
         self._build_styles()
+        self._full_redraw = True
         self._recompute()
         self.post_message(self.MetricChanged(metric))
 

@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from hpctui.health import Thresholds
 from hpctui.ui.heat import GLYPH_LEGEND, METRIC_TITLES, Metric, legend_entries
+from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 
@@ -30,6 +31,7 @@ class HeatmapPane(Vertical):
     def __init__(self, heatmap: NodeHeatmap, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.heatmap = heatmap
+        self._title = ""
 
     def compose(self) -> ComposeResult:
         yield self.heatmap
@@ -41,7 +43,10 @@ class HeatmapPane(Vertical):
     def update_title(self) -> None:
         hm = self.heatmap
         marked = f" · {len(hm.marked)} marked" if hm.marked else ""
-        self.border_title = f"Nodes ({len(hm.names)}) · {METRIC_TITLES[hm.metric]}{marked}"
+        title = f"Nodes ({len(hm.names)}) · {METRIC_TITLES[hm.metric]}{marked}"
+        if title != self._title:  # a new title repaints the whole pane: only on change
+            self._title = title
+            set_border_text(self, title)
 
     @on(NodeHeatmap.MetricChanged)
     def _metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:

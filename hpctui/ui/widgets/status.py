@@ -50,8 +50,17 @@ def status_content(cluster: str, sources: Mapping[str, SourceHealth], now: float
 
 
 class StatusLine(Static):
+    """One fixed-height line: an update repaints this line only (no layout pass, which
+    would make Textual repaint every scrollbar on the screen)."""
+
+    _shown: Content | None = None
+
     def show(self, content: Content) -> None:
-        self.update(content)
+        old = self._shown
+        if old is not None and old.plain == content.plain and old.spans == content.spans:
+            return
+        self._shown = content
+        self.update(content, layout=False)
 
 
 def part_status(snapshot: ClusterSnapshot, part: Part, now: float) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpctui.actions.base import ActionKind
-from hpctui.health import ib_findings, mount_findings
+from hpctui.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
@@ -87,16 +87,19 @@ class MountRow:
     problem: str
 
 
-def link_row(port: IbPort) -> LinkRow:
-    findings = ib_findings(port)
-    severity = max((f.severity for f in findings), default=Severity.OK)
-    return LinkRow(port, severity, "; ".join(f.message for f in findings))
+def _worst(findings: Sequence[Finding]) -> tuple[Severity, str]:
+    return max((f.severity for f in findings), default=Severity.OK), "; ".join(f.message for f in findings)
 
 
-def mount_row(mount: Mount) -> MountRow:
-    findings = mount_findings(mount)
-    severity = max((f.severity for f in findings), default=Severity.OK)
-    return MountRow(mount, severity, "; ".join(f.message for f in findings))
+def link_row(port: IbPort, findings: Sequence[Finding] | None = None) -> LinkRow:
+    """One IB row; ``findings`` (the port's, from the shared FindingsIndex) or the rules run here."""
+    severity, problem = _worst(ib_findings(port) if findings is None else findings)
+    return LinkRow(port, severity, problem)
+
+
+def mount_row(mount: Mount, findings: Sequence[Finding] | None = None) -> MountRow:
+    severity, problem = _worst(mount_findings(mount) if findings is None else findings)
+    return MountRow(mount, severity, problem)
 
 
 def _error_deltas(port: IbPort) -> str:

@@ -38,6 +38,20 @@ def na_last(value: Any) -> tuple[bool, Any]:
     return (value is None, value if value is not None else 0)
 
 
+def _find_key(view: Sequence[T], row_key: Callable[[T], str], key: str, near: int) -> int:
+    """Index of the row with ``key``: rows near ``near`` first (a few problem rows came or went
+    above it), then the whole view; ``near`` (clamped) when the key is gone."""
+    n = len(view)
+    lo, hi = max(0, near - 64), min(n, near + 65)
+    for i in range(lo, hi):
+        if row_key(view[i]) == key:
+            return i
+    for i in range(n):
+        if (i < lo or i >= hi) and row_key(view[i]) == key:
+            return i
+    return min(near, n - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Column(Generic[T]):
     """How one column reads a row. ``style`` returns a theme variable name for the cell."""
@@ -202,7 +216,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             row_key = self.row_key
             self.marked &= {row_key(r) for r in self.rows}
         self._resort()
-        self._refilter(keep=key)
+        self._refilter(keep=key, redraw_changed_only=True)
 
     def sort_by(self, column: str | None, reverse: bool | None = None) -> None:
         if reverse is None:
@@ -230,7 +244,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._haystack = None
         self._nodesets = None
 
-    def _refilter(self, keep: str | None = None) -> None:
+    def _refilter(self, keep: str | None = None, redraw_changed_only: bool = False) -> None:
         needle = self.filter_text
         if not needle:
             self.view = self._sorted
@@ -253,13 +267,37 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
                     nodesets = [None] * len(self._sorted)
                 self.view = [r for r, h, n in zip(self._sorted, self._haystack, nodesets, strict=True)
                              if rule.match(h, n)]
+        old_cursor = self.cursor
         if keep is not None:
             row_key = self.row_key
-            self.cursor = next((i for i, r in enumerate(self.view) if row_key(r) == keep), min(self.cursor, len(self.view) - 1))
+            current = self.view[self.cursor] if 0 <= self.cursor < len(self.view) else None
+            if current is None or row_key(current) != keep:  # the usual case (same place) is O(1)
+                self.cursor = _find_key(self.view, row_key, keep, self.cursor)
         self.cursor = max(0, min(self.cursor, len(self.view) - 1))
         self.virtual_size = Size(self._width, len(self.view) + 1)
+        if redraw_changed_only and self._lines and self.is_mounted:
+            self._redraw_changed(old_cursor)
+            return
         self._lines.clear()
         self.refresh()
+
+    def _redraw_changed(self, old_cursor: int) -> None:
+        """New rows, same sort and filter: re-format the visible rows and redraw only the lines
+        whose text or style changed, so a table where two values moved writes two lines."""
+        old = self._lines
+        self._lines = lines = {}
+        top = int(self.scroll_offset.y)
+        height = max(1, self.scrollable_content_region.height - 1)  # the header takes one line
+        view = self.view
+        for index in range(top, min(len(view), top + height)):
+            strip = lines[index] = self._format_row(view[index])
+            if old.get(index) != strip:
+                self.refresh_line(index + 1)
+        if old and max(old) >= len(view) and len(view) < top + height:  # rows past the new end: blank them
+            self.refresh_lines(len(view) + 1, top + height - len(view))
+        for index in {old_cursor, self.cursor} if old_cursor != self.cursor else ():
+            if top <= index < top + height:  # off-screen lines would repaint the scrollbar
+                self.refresh_line(index + 1)
 
     @property
     def cursor_row(self) -> T | None:

@@ -1,0 +1,98 @@
+"""findings_for: incremental by object identity, same answers as running the rules afresh."""
+
+from __future__ import annotations
+
+import msgspec
+
+from hpctui.findings import findings_for, last_recomputed
+from hpctui.health import Thresholds, all_findings, node_findings
+from hpctui.sim import SimCluster
+from hpctui.store import Store
+from hpctui.ui.heat import LevelCache, Metric, compute_levels, node_names
+from hpctui.ui.widgets.panes import ib_node_rows, mount_node_rows
+from hpctui.ui.widgets.tables import link_row, mount_row, severity_first
+
+T0 = 1_700_000_000.0
+T = Thresholds(gpu_temp_warn_c=60.0)  # low, so the demo has plenty of findings to compare
+
+
+def _store_after_ticks(ticks: int, size: int = 64) -> tuple[Store, SimCluster]:
+    sim = SimCluster(size=size, seed=3, start_time=T0)
+    store = Store("demo", clock=lambda: T0)
+    for k in range(ticks):
+        sim.advance(T0 + 2.0 * k)
+        store.apply(sim.to_result(T0 + 2.0 * k))
+    return store, sim
+
+
+def test_incremental_matches_a_fresh_computation_every_tick() -> None:
+    sim = SimCluster(size=600, seed=3, start_time=T0)  # > 512 nodes: a rolling share is re-read per tick
+    store = Store("demo", clock=lambda: T0)
+    for k in range(6):
+        sim.advance(T0 + 2.0 * k)
+        store.apply(sim.to_result(T0 + 2.0 * k))
+        snap = store.snapshot()
+        index = findings_for(snap, T)
+        for name in node_names(snap):
+            assert list(index.node(name)) == node_findings(snap, name, T)
+        assert list(index) == all_findings(snap, T)
+        if k:
+            assert 0 < last_recomputed(T) < len(snap.nodes)  # only the nodes whose data changed
+
+
+def test_unchanged_data_is_not_recomputed_and_a_change_is() -> None:
+    store, sim = _store_after_ticks(2)
+    first = findings_for(store.snapshot(), T)
+    assert findings_for(store.snapshot(), T) is first  # same snapshot: shared
+    result = sim.to_result(T0 + 10.0)
+    store.apply(msgspec.structs.replace(result, gpus=dict(store.snapshot().gpus)))
+    same = findings_for(store.snapshot(), T)
+    assert last_recomputed(T) == 0 and same is not first
+    name = next(iter(same.by_node))
+    gpus = store.snapshot().gpus
+    hot = (msgspec.structs.replace(gpus[name][0], temp_c=95.0), *gpus[name][1:])
+    store.apply(msgspec.structs.replace(result, gpus={**gpus, name: hot}))
+    changed = findings_for(store.snapshot(), T)
+    assert last_recomputed(T) == 1
+    assert any(f.code == "temp" and f.object == f"gpu/{name}/0" for f in changed.node(name))
+    assert changed.by_object(f"gpu/{name}/0") == tuple(f for f in changed.node(name) if f.object == f"gpu/{name}/0")
+
+
+def test_readers_agree_with_the_rules() -> None:
+    store, _ = _store_after_ticks(3)
+    snap = store.snapshot()
+    names = node_names(snap)
+    cache = LevelCache()
+    for metric in Metric:
+        once = compute_levels(snap, names, metric, T, cache)
+        assert once == compute_levels(snap, names, metric, T)  # cached == uncached
+        assert compute_levels(snap, names, metric, T, cache) == once
+    ports = [p for ps in snap.ib.values() for p in ps]
+    mounts = [m for ms in snap.mounts.values() for m in ms]
+    ib, mnt = ib_node_rows(T), mount_node_rows(T)
+    assert ib(snap, None) == severity_first([link_row(p) for p in ports])
+    assert ib(snap, None) == severity_first([link_row(p) for p in ports])  # second call: reused rows
+    assert mnt(snap, None) == severity_first([mount_row(m) for m in mounts])
+    name = names[0]
+    assert ib(snap, name) == severity_first([link_row(p) for p in snap.ib.get(name, ())])
+
+
+def test_a_platform_pod_or_a_stopped_job_changes_an_otherwise_unchanged_node() -> None:
+    """A node's findings also read the pods on it and the running jobs (a stray GPU process):
+    the incremental cache must not keep them when only those changed."""
+    from hpctui.model import ClusterSnapshot, Gpu, GpuProcess, Node, Pod, SlurmJob, SlurmNodeInfo
+
+    node = Node(name="g1", slurm=SlurmNodeInfo(base_state="ALLOCATED"))
+    gpu = (Gpu(node="g1", index=0, processes=(GpuProcess(pid=7, slurm_job_id="42"),)),)
+    ok_pod = Pod(namespace="gpu-operator", name="nvidia-driver-daemonset-x", node="g1", phase="Running",
+                 ready=True, owner_kind="DaemonSet", owner_name="nvidia-driver-daemonset")
+    job = SlurmJob(job_id=42, state="RUNNING", nodes="g1")
+
+    def snap(pod: Pod, state: str) -> ClusterSnapshot:
+        return ClusterSnapshot(cluster="c", time=T0, nodes={"g1": node}, gpus={"g1": gpu}, pods=(pod,),
+                               jobs=(msgspec.structs.replace(job, state=state),))
+
+    assert [f.code for f in findings_for(snap(ok_pod, "RUNNING"), T).node("g1")] == []
+    bad_pod = msgspec.structs.replace(ok_pod, ready=False)
+    assert [f.code for f in findings_for(snap(bad_pod, "RUNNING"), T).node("g1")] == ["platform_pod"]
+    assert "gpu_stray_process" in {f.code for f in findings_for(snap(ok_pod, "COMPLETED"), T).node("g1")}
