@@ -175,8 +175,10 @@ def test_cli_dry_run_refusal_yes_and_read_only(tmp_path: Path) -> None:
     assert json.loads(yes.stdout)["ok"] is True
     ro = hpctui(tmp_path, "cancel", "--targets", "1003", "--demo", "--demo-size", "8", "--yes", "--read-only")
     assert ro.returncode == 2 and "refused: read-only mode" in ro.stdout
-    audit = [json.loads(line) for line in (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()]
+    lines = (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()
+    audit = [r for r in map(json.loads, lines) if r.get("phase") != "intent"]  # outcomes (intents come first)
     assert [r["refused"] for r in audit] == ["not confirmed", None, "read-only mode"]
+    assert sum(json.loads(line).get("phase") == "intent" for line in lines) == 1  # only the run that ran
 
 
 def test_cli_usage_errors_are_one_line(tmp_path: Path) -> None:

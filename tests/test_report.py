@@ -15,7 +15,7 @@ import pytest
 
 from hpctui.actions.base import ActionKind
 from hpctui.config import load_config
-from hpctui.model import ClusterSnapshot
+from hpctui.model import ClusterSnapshot, Event, Severity
 from hpctui.model.gpu import XID_MEANING
 from hpctui.report import (
     REDACTED,
@@ -55,7 +55,13 @@ async def incident(tmp_path: Path) -> tuple[Runtime, ClusterSnapshot, dict[str, 
         await rt.collect_once()
         clock.t += 2.0
     snap = rt.store.snapshot()
-    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu0003"], {"reason": f"{HOSTILE} token={TOKEN}"}, snap)
+    # Reasons with control characters are refused before they reach a backend (issue #6), so the
+    # escape sequences come the way cluster data comes: an event from a source; the drain reason
+    # carries the printable half (HTML) and the pasted token.
+    rt.store.add_events([Event(time=clock.t, source="demo", object="node/gpu0003", severity=Severity.WARNING,
+                               message=f"{HOSTILE} token={TOKEN}")])
+    printable = HOSTILE.replace("\x1b]52;c;cHduZWQ=\x07", "").replace("\x1b[2J", "")
+    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu0003"], {"reason": f"{printable} token={TOKEN}"}, snap)
     assert plan.runnable, plan.errors
     assert (await rt.executor.execute(plan, confirmation=True)).ok
     await rt.collect_once()

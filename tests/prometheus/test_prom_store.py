@@ -67,6 +67,6 @@ def test_precedence_config_is_validated() -> None:
                                            "precedence": {"gpus": ["prometheus", "ssh"]}}}})
     assert cfg.clusters["c"].precedence == {"gpus": ["prometheus", "ssh"]}
     with pytest.raises(ConfigError, match=r"precedence.slurm_jobs: not a per-node part"):
-        parse_config({"clusters": {"c": {"precedence": {"slurm_jobs": ["x"]}}}})
+        parse_config({"clusters": {"c": {"sources": [{"kind": "demo"}], "precedence": {"slurm_jobs": ["x"]}}}})
     with pytest.raises(ConfigError, match=r"sources\[0\].urll: unknown key"):
         parse_config({"clusters": {"c": {"sources": [{"kind": "prometheus", "urll": "x"}]}}})
