@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from hpctui.model import Severity
+from hpctui.model.jobs import K8sQueueItem
 
 NA_TEXT = "N/A"
 # Text styles for severities (the sev-* variables are tuned as cell backgrounds).
@@ -50,3 +52,26 @@ def age(seconds: float | None) -> str:
 def utc(t: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
     """UTC wall time: the same on every operator's screen and in every screenshot."""
     return NA_TEXT if t is None else time.strftime(fmt, time.gmtime(t)) + "Z"
+
+
+_QUEUE_KINDS = ("ClusterQueue", "LocalQueue", "Queue")  # Kueue's and Volcano's queue objects
+
+
+def k8s_queue_summary(items: Sequence[K8sQueueItem], limit: int = 4) -> str:
+    """One line for the pods pane: the batch queues (Kueue ClusterQueues/LocalQueues, Volcano
+    Queues) with their pending/admitted counts, busiest first, plus workloads waiting."""
+    queues = [q for q in items if q.kind in _QUEUE_KINDS]
+    if not queues and not items:
+        return ""
+    queues.sort(key=lambda q: (-(q.pending or 0), q.name))
+    parts = [f"{q.kind} {q.name}: {fmt_count(q.pending)} pending/{fmt_count(q.admitted)} admitted" for q in queues[:limit]]
+    if len(queues) > limit:
+        parts.append(f"+{len(queues) - limit} queues")
+    waiting = sum(1 for q in items if q.kind not in _QUEUE_KINDS and q.state.lower() in ("pending", "inqueue"))
+    if waiting:
+        parts.append(f"{waiting} workload(s) waiting")
+    return " · ".join(parts)
+
+
+def fmt_count(value: int | None) -> str:
+    return "N/A" if value is None else str(value)

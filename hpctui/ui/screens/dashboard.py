@@ -19,6 +19,7 @@ from textual.widgets import ContentSwitcher, Footer
 
 from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
+from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.events import EventsPane
@@ -69,6 +70,7 @@ class DashboardScreen(Screen[None]):
         self.selected: str | None = None
         self._history_node: str | None = None  # node whose range-query history was last asked for
         self._queue_subtitle: str | None = None
+        self._pods_subtitle: str | None = None
         self._pods_in: tuple[Pod, ...] | None = None
         self._pods_rows: list[Pod] = []
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
@@ -151,6 +153,10 @@ class DashboardScreen(Screen[None]):
         if subtitle != self._queue_subtitle:  # a new subtitle repaints the whole pane: only on change
             self._queue_subtitle = subtitle
             set_border_text(self.queue_pane, Content(subtitle), subtitle=True)
+        queues = k8s_queue_summary(self.snapshot.k8s_queues)
+        if queues != self._pods_subtitle:  # Kueue/Volcano queues under the pods they schedule
+            self._pods_subtitle = queues
+            set_border_text(self.pods_pane, Content(queues), subtitle=True)
         for pane, part in ((self.queue_pane, Part.SLURM_JOBS), (self.pods_pane, Part.PODS)):
             marker = part_status(self.snapshot, part, now) or no_source_note(self.snapshot, part)
             if marker != pane.data_status:
