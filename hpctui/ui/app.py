@@ -81,8 +81,11 @@ class HpcApp(App[None]):
         self.push_screen(self.dashboard)
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
-        if self.autostart:  # the empty dashboard paints first; sources start after it
-            self.call_after_refresh(self._start_runtime)
+        if self.autostart:
+            # Started here, not deferred past the first paint: a runtime started from a later
+            # callback left the app deaf to SIGHUP while a collect hung (test_hardening_signals).
+            # The first frame stays cheap: the first collect runs in a worker thread.
+            self._start_runtime()
 
     def _start_runtime(self) -> None:
         if self.shutting_down:

@@ -298,7 +298,6 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
     import threading
 
     from hpctui.model import IbPort, SlurmNodeInfo, SourceResult
-    from hpctui.ui.screens import dashboard
     from hpctui.ui.widgets import heatmap as heatmap_module
 
     threads: dict[str, set[str]] = {"levels": set(), "ib": set()}
@@ -310,7 +309,6 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
         return wrapper
 
     monkeypatch.setattr(heatmap_module, "compute_levels", recording("levels", heatmap_module.compute_levels))
-    monkeypatch.setattr(dashboard, "ib_rows", recording("ib", dashboard.ib_rows))
 
     n = 3000
     runtime = Runtime("synth", [], clock=clock, audit_path=tmp_path / "audit.jsonl")
@@ -319,6 +317,8 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
                         phys_state="LinkUp", rate_gbps=400.0),) for i, name in enumerate(nodes)}
     runtime.store.apply(SourceResult(source="synth", time=FIXED, slurm_nodes=nodes, ib=ib))
     app = HpcApp(runtime, autostart=False)
+    pane = app.dashboard.ib_pane
+    pane.rows_for = recording("ib", pane.rows_for)  # type: ignore[assignment]
     async with app.run_test(size=(120, 40)) as pilot:
         app.refresh_from_store()
         await app.workers.wait_for_complete()
