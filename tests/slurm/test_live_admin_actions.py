@@ -86,8 +86,10 @@ def test_hpctui_act_command_against_the_bed(lab: SlurmLab, tmp_path: Path) -> No
         assert "State=DOWN" in _show(lab, "partition", "cpu")
         ro = hpctui("partition_state", "--targets", "cpu", "--param", "state=UP", "--yes", "--read-only")
         assert ro.returncode == 2 and "State=DOWN" in _show(lab, "partition", "cpu")
-        audit = (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()
-        assert len(audit) == 3
+        lines = (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()
+        phases = [json.loads(line).get("phase") for line in lines]
+        # dry-run writes nothing; the unconfirmed and read-only refusals: an outcome each; the run: intent + outcome
+        assert phases.count("outcome") == 3 and phases.count("intent") == 1
     finally:
         lab.run("scontrol", "update", "PartitionName=cpu", "State=UP", check=False)
 
