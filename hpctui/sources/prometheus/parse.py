@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
 from hpctui.sanitize import clean_text
@@ -177,16 +178,22 @@ class Collector:
     def add(self, target: str, fld: str, samples: list[Sample]) -> None:
         HANDLERS[target](self, fld, samples)
 
+    def _first(self, seen: set[Any], key: object) -> bool:
+        """True the first time ``key`` is met in one family; a repeat (a duplicate series) is counted."""
+        if key in seen:
+            self.duplicates += 1
+            return False
+        seen.add(key)
+        return True
+
     def _gpu(self, fld: str, samples: list[Sample]) -> None:
         seen: set[GpuKey] = set()
         for s in samples:
             key = self._gpu_key(s.metric)
             if key is None:
                 continue
-            if key in seen:
-                self.duplicates += 1
+            if not self._first(seen, key):
                 continue
-            seen.add(key)
             v = self._value(s)
             rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
             if v is not None:
@@ -207,10 +214,8 @@ class Collector:
             if key is None or not name.startswith("DCGM_FI_PROF_"):
                 continue
             short = name[len("DCGM_FI_PROF_"):].lower()
-            if (key, short) in seen:
-                self.duplicates += 1
+            if not self._first(seen, (key, short)):
                 continue
-            seen.add((key, short))
             v = self._value(s)
             if v is not None:
                 self.gpu.setdefault(key, {})["prof_" + short] = v
@@ -266,10 +271,8 @@ class Collector:
             key = self._port_key(s.metric)
             if key is None:
                 continue
-            if key in seen:
-                self.duplicates += 1
+            if not self._first(seen, key):
                 continue
-            seen.add(key)
             v = self._value(s)
             if v is not None:
                 self.ib.setdefault(key, {})[fld] = v

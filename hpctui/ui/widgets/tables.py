@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hpctui.actions.base import ActionKind
 from hpctui.health import Finding, ib_findings, mount_findings
@@ -17,6 +17,8 @@ from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, NodeRequested, PodDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
+
+T = TypeVar("T")
 
 # Text colours (readable on the table background): Textual's own status colours,
 # plus sev-critical, which every shipped theme keeps legible as text.
@@ -146,15 +148,10 @@ def severity_first(rows: list[Any]) -> list[Any]:
     return sorted(rows, key=lambda r: -r.severity)
 
 
-class QueueTable(VirtualTable[SlurmJob]):
-    """The Slurm queue: marks jobs and turns action keys into ActionRequested."""
+class ActingTable(VirtualTable[T]):
+    """A table whose action keys become ActionRequested for its targets (disabled when read-only)."""
 
-    BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
-
-    def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
-        super().__init__(JOB_COLUMNS, row_key=lambda j: j.display_id, search_text=job_search,
-                         markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
-        self.actions_enabled = actions_enabled
+    actions_enabled = True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "request_action":
@@ -165,6 +162,17 @@ class QueueTable(VirtualTable[SlurmJob]):
         targets = self.targets()
         if targets:
             self.post_message(ActionRequested(ActionKind(kind), targets))
+
+
+class QueueTable(ActingTable[SlurmJob]):
+    """The Slurm queue: marks jobs and turns action keys into ActionRequested."""
+
+    BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
+
+    def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
+        super().__init__(JOB_COLUMNS, row_key=lambda j: j.display_id, search_text=job_search,
+                         markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
+        self.actions_enabled = actions_enabled
 
     def action_show_detail(self) -> None:
         job = self.cursor_row
@@ -181,7 +189,7 @@ def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
     return sorted(pods, key=rank)
 
 
-class PodTable(VirtualTable[Pod]):
+class PodTable(ActingTable[Pod]):
     """K8s pods, keys as k9s users expect: enter describes, l shows logs, ctrl+d deletes."""
 
     BINDINGS = bindings(POD_KEYS)
@@ -190,16 +198,6 @@ class PodTable(VirtualTable[Pod]):
         super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search,
                          row_nodes=lambda p: (p.node,) if p.node else (), id=id)
         self.actions_enabled = actions_enabled
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "request_action":
-            return self.actions_enabled
-        return True
-
-    def action_request_action(self, kind: str) -> None:
-        targets = self.targets()
-        if targets:
-            self.post_message(ActionRequested(ActionKind(kind), targets))
 
     def action_pod_detail(self, what: str) -> None:
         pod = self.cursor_row
