@@ -130,7 +130,12 @@ class HpcApp(App[None]):
             self.dashboard.update_health(store.snapshot())
             return True
         self._drawn_data_version = store.data_version
-        self.dashboard.update_snapshot(store.snapshot())
+        snapshot = store.snapshot()
+        self.dashboard.update_snapshot(snapshot)
+        for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
+            update = getattr(screen, "update_snapshot", None)
+            if screen is not self.dashboard and callable(update):
+                update(snapshot)
         return True
 
     # -- global actions ---------------------------------------------------------

@@ -54,6 +54,9 @@ def no_source_note(snapshot: ClusterSnapshot, part: Part) -> str:
 
 # The middle-left slot shows one of these (keys p / e / j); --wall starts on Problems.
 VIEWS = {"queue": "queue-pane", "problems": "problems-pane", "events": "events-pane"}
+# Every pane of the dashboard by view name (`show_view` accepts all of them): the contract
+# that `:` commands, the narrow layout's tab bar and the wall rotation all use.
+PANES = {"heatmap": "heatmap-pane", **VIEWS, "pods": "pods-pane", "ib": "ib-pane", "mounts": "mounts-pane"}
 
 
 class DashboardScreen(Screen[None]):
@@ -209,7 +212,13 @@ class DashboardScreen(Screen[None]):
 
     # -- triage ---------------------------------------------------------------
     def show_view(self, name: str, focus: bool = True) -> None:
-        """Show the queue, the problem list or the event timeline in the middle-left slot."""
+        """Show the pane ``name`` (a key of PANES) and focus it: the queue, problem list and
+        event timeline share the middle-left slot; the others are always on screen."""
+        if name not in VIEWS:
+            if focus:
+                target = self.heatmap if name == "heatmap" else self.query_one(f"#{PANES[name]}", TablePane).table
+                self.set_focus(target)
+            return
         pane = self.query_one(f"#{VIEWS[name]}", TablePane)
         self.view = name
         self.query_one("#views", ContentSwitcher).current = VIEWS[name]
