@@ -34,6 +34,7 @@ from hpctui.model import (
     SourceHealth,
     SourceResult,
 )
+from hpctui.model.partition import SlurmPartition
 from hpctui.sanitize import clean_text, is_clean
 
 EVENT_LIMIT = 1000
@@ -129,6 +130,7 @@ class Store:
         self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
         self._pods: dict[str, tuple[Pod, ...]] = {}
         self._k8s_queues: dict[str, tuple[K8sQueueItem, ...]] = {}
+        self._partitions: dict[str, tuple[SlurmPartition, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -180,6 +182,8 @@ class Store:
             )
         if result.k8s_queues is not None:
             self._k8s_queues[src] = result.k8s_queues
+        if result.partitions is not None:
+            self._partitions[src] = result.partitions
         if result.events is not None:
             self._events.extend(map(_clean_event, result.events))
         if result.controller is not None:
@@ -260,6 +264,7 @@ class Store:
             jobs=_concat(self._jobs),
             pods=_concat(self._pods),
             k8s_queues=_concat(self._k8s_queues) if self._k8s_queues else (),
+            partitions=_concat(self._partitions) if self._partitions else (),
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),

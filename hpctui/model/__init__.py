@@ -7,6 +7,7 @@ from hpctui.model.ib import IbPort
 from hpctui.model.jobs import K8sQueueItem, Pod, SlurmJob
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo, Taint, slurm_display_state
+from hpctui.model.partition import SlurmPartition
 from hpctui.model.probe import (
     GpuProcess,
     NodeResources,
@@ -47,6 +48,7 @@ __all__ = [
     "Severity",
     "SlurmJob",
     "SlurmNodeInfo",
+    "SlurmPartition",
     "SourceHealth",
     "SourceResult",
     "Taint",

@@ -57,6 +57,7 @@ class Taint(msgspec.Struct, frozen=True, kw_only=True):
     key: str
     effect: str
     value: str | None = None
+    time_added: float | None = None  # spec.taints[].timeAdded (Kubernetes sets it for NoExecute taints)
 
 
 class K8sNodeInfo(msgspec.Struct, frozen=True, kw_only=True):

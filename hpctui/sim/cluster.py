@@ -51,6 +51,7 @@ class NodeAdmin:
     reason_time: float | None = None
     down: bool = False
     cordoned: bool = False
+    cordoned_at: float | None = None
     reboot_done_tick: int | None = None
 
 
@@ -265,7 +266,8 @@ class SimCluster:
             taints += [Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),
                        Taint(key="node.kubernetes.io/unreachable", effect="NoExecute")]
         if adm.cordoned:
-            taints.append(Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule"))
+            taints.append(Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule",
+                                time_added=adm.cordoned_at))
         labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux"}
         capacity: int | None = None
         allocatable: int | None = None
@@ -365,6 +367,7 @@ class SimCluster:
         adm = self.admin[name]
         if adm.cordoned != on:
             adm.cordoned = on
+            adm.cordoned_at = t if on else None
             self.mark(name)
             self._event(t, "k8s", f"node/{name}", Severity.INFO, "cordoned" if on else "uncordoned")
         return None

@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import msgspec
+
 from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult, reason_problem, stored_reason
-from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.model import ClusterSnapshot, SlurmPartition, SourceResult
 from hpctui.model.common import Severity
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.sim import SimCluster
@@ -31,6 +33,9 @@ SUPPORTED = frozenset({
     ActionKind.CANCEL_JOBS, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
     ActionKind.RESERVE_MAINT, ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE,
 })
+# The demo's partition limits (minutes; absent = UNLIMITED) and its default partition.
+DEMO_PARTITION_MAX_MIN = {"h100": 4320, "h200": 4320, "debug": 4320}  # the sim's longest job limit
+DEMO_DEFAULT_PARTITION = "h100"
 _JOB_VERB = {ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
              ActionKind.HOLD_JOBS: "hold", ActionKind.RELEASE_JOBS: "release"}
 
@@ -64,6 +69,7 @@ class DemoSource:
         self._lock = threading.Lock()  # ticks may run in a worker thread; actions share the sim
         self.reservations: dict[str, tuple[str, ...]] = {}  # maintenance reservation -> nodes
         self.partition_state: dict[str, str] = {}  # partition -> UP/DOWN/DRAIN/INACTIVE set by an action
+        self._partition_nodes: dict[str, str] | None = None
 
     @property
     def sim(self) -> SimCluster:
@@ -81,7 +87,23 @@ class DemoSource:
     def _collect(self, t: float) -> SourceResult:
         with self._lock:
             self.sim.advance(t)
-            return self.sim.to_result(t, self.name)
+            result = self.sim.to_result(t, self.name)
+            return msgspec.structs.replace(result, partitions=self._partitions())
+
+    def _partitions(self) -> tuple[SlurmPartition, ...]:
+        """What ``scontrol show partition`` would say: the topology's partitions, their limits,
+        and the state a partition_state action set (UP until then)."""
+        if self._partition_nodes is None:  # static: fold each partition's nodes into a hostlist once
+            self._partition_nodes = {p: collect(names) for p, names in self.sim.topo.partitions.items()}
+        out = []
+        for name, names in self.sim.topo.partitions.items():
+            max_min = DEMO_PARTITION_MAX_MIN.get(name)
+            out.append(SlurmPartition(
+                name=name, state=self.partition_state.get(name, "UP"), default=name == DEMO_DEFAULT_PARTITION,
+                max_time_min=max_min, max_time_unlimited=max_min is None, default_time_min=60,
+                nodes=self._partition_nodes[name], total_nodes=len(names),
+            ))
+        return tuple(out)
 
     async def close(self) -> None:
         return None

@@ -71,3 +71,55 @@ def k8s_queue_summary(items: Sequence[K8sQueueItem], limit: int = 4) -> str:
     if waiting:
         parts.append(f"{waiting} workload(s) waiting")
     return " · ".join(parts)
+
+
+# -- squeue-style job times (views: TIME, TIME_LEFT) ---------------------------------------
+def squeue_duration(seconds: float | None) -> str:
+    """squeue's ``%M``/``%L`` format: ``M:SS``, ``H:MM:SS``, ``D-HH:MM:SS``; N/A when unknown."""
+    if seconds is None:
+        return NA_TEXT
+    s = max(0, int(seconds))
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    mins, secs = divmod(s, 60)
+    if days:
+        return f"{days}-{hours:02d}:{mins:02d}:{secs:02d}"
+    if hours:
+        return f"{hours}:{mins:02d}:{secs:02d}"
+    return f"{mins}:{secs:02d}"
+
+
+_RUNNING = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "CONFIGURING", "SIGNALING"})
+
+
+def job_elapsed(start_time: float | None, state: str, now: float, end_time: float | None = None) -> float | None:
+    """Seconds a job has run (squeue TIME); None when it has not started (PENDING)."""
+    if start_time is None or state == "PENDING":
+        return None
+    if state in _RUNNING or end_time is None:
+        return max(0.0, now - start_time)
+    return max(0.0, end_time - start_time)  # finished: from start to end
+
+
+def job_time_text(start_time: float | None, state: str, now: float, end_time: float | None = None) -> str:
+    """squeue TIME: ``0:00`` for a job that has not started, as squeue prints it."""
+    elapsed = job_elapsed(start_time, state, now, end_time)
+    return "0:00" if elapsed is None else squeue_duration(elapsed)
+
+
+def job_time_left(start_time: float | None, state: str, limit_min: int | None, now: float) -> float | None:
+    """Seconds left of a running job's limit (limit − elapsed, never below 0). None: not started
+    or no finite limit (Slurm reports UNLIMITED and "not set" alike: the model holds None)."""
+    elapsed = job_elapsed(start_time, state, now)
+    if limit_min is None or elapsed is None:
+        return None
+    return max(0.0, limit_min * 60 - elapsed)
+
+
+def job_time_left_text(start_time: float | None, state: str, limit_min: int | None, now: float) -> str:
+    """squeue TIME_LEFT: N/A for a job that has not started, ``UNLIMITED`` without a finite limit."""
+    if job_elapsed(start_time, state, now) is None:
+        return NA_TEXT
+    if limit_min is None:
+        return "UNLIMITED"
+    return squeue_duration(job_time_left(start_time, state, limit_min, now))

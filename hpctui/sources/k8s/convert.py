@@ -98,7 +98,8 @@ def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
         if text:
             messages[ctype] = text
     taints = tuple(
-        Taint(key=_s(t, "key") or "?", effect=_s(t, "effect") or "?", value=_s(t, "value"))
+        Taint(key=_s(t, "key") or "?", effect=_s(t, "effect") or "?", value=_s(t, "value"),
+              time_added=parse_time(t.get("timeAdded")))
         for t in _l(spec, "taints") if isinstance(t, dict)
     )
     labels = {clean_text(str(k)): clean_text(str(v)) for k, v in _d(meta, "labels").items()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from hpctui.actions.base import ActionKind, TargetResult
-from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
+from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
 
 T = TypeVar("T")
 
@@ -60,6 +60,7 @@ class Collected:
     jobs: tuple[SlurmJob, ...] | None
     controller: ControllerHealth | None = None
     warnings: list[str] = field(default_factory=list)
+    partitions: tuple[SlurmPartition, ...] | None = None  # None: not read (a warning says why) or no endpoint
 
 
 def nodes_or_jobs(nodes: object, jobs: object, warnings: list[str]) -> tuple[

@@ -1,4 +1,4 @@
-"""CLI backend: ``sinfo --json`` + ``squeue --json`` + ``sdiag`` per refresh, ``scontrol`` to act.
+"""CLI backend: ``sinfo --json`` + ``squeue --json`` + ``sdiag`` + ``scontrol -o show partition`` per refresh, ``scontrol`` to act.
 
 One call per document for the whole cluster, never per node. ``--json`` support is probed
 once (22.05 has it for sinfo/squeue; older builds answer "unrecognized option"); when it is
@@ -14,13 +14,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from hpctui.actions.base import ActionKind, TargetResult
-from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
+from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
 from hpctui.model.hostlist import collect as collect_hostlist
 from hpctui.sanitize import clean_text, decode_output
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
+from hpctui.sources.slurm.parse.partitions import parse_scontrol_partitions
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
@@ -150,17 +151,34 @@ class CliBackend:
             warnings.append(f"sdiag unreadable: {exc}")
             return ControllerHealth(reachable=True, detail="sdiag output unreadable")
 
+    async def read_partitions(self, warnings: list[str]) -> tuple[SlurmPartition, ...] | None:
+        """Partition states and limits (optional, like sdiag: a failure is a warning)."""
+        try:
+            res = await self._run(["scontrol", "-o", "show", "partition"])
+            if not res.ok:
+                self._check(res)
+        except SourceError as exc:
+            warnings.append(f"partitions unavailable: {exc}")
+            return None
+        dropped = Dropped("partition")
+        out = parse_scontrol_partitions(decode_output(res.stdout), on_invalid=dropped)
+        dropped.report(warnings)
+        return out
+
     async def collect(self) -> Collected:
         warnings: list[str] = []
         got = await asyncio.gather(
             self.read_nodes(warnings), self.read_jobs(warnings), self.read_controller(warnings),
-            return_exceptions=True,
+            self.read_partitions(warnings), return_exceptions=True,
         )
         nodes, jobs = nodes_or_jobs(got[0], got[1], warnings)
         ctl = got[2]
         if isinstance(ctl, BaseException):
             raise ctl
-        return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
+        parts = got[3]
+        if isinstance(parts, BaseException):
+            raise parts
+        return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings, partitions=parts)
 
     async def job_rows(self, targets: tuple[str, ...]) -> list[JobRow]:
         """The targets' own records (array tasks included), read with one small squeue call.

@@ -18,11 +18,12 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 
 from hpctui.actions.base import ActionKind, TargetResult
-from hpctui.model import ControllerHealth
+from hpctui.model import ControllerHealth, SlurmPartition
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
+from hpctui.sources.slurm.parse.partitions import parse_partition_records_json
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
@@ -171,8 +172,9 @@ class RestBackend:
     # -- reading ----------------------------------------------------------------
     async def collect(self) -> Collected:
         version = await self.discover()
-        got = await asyncio.gather(self.get("nodes"), self.get("jobs"), self.get("diag"), return_exceptions=True)
-        nodes_b, jobs_b, diag_b = got
+        got = await asyncio.gather(self.get("nodes"), self.get("jobs"), self.get("diag"), self.get("partitions"),
+                                   return_exceptions=True)
+        nodes_b, jobs_b, diag_b, parts_b = got
         warnings: list[str] = []
         bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
 
@@ -192,13 +194,18 @@ class RestBackend:
             warnings)
         bad_nodes.report(warnings)
         bad_jobs.report(warnings)
-        if nodes and not any(n.partitions for n in nodes.values()):
-            try:
-                nodes = parse.fill_partitions(nodes, parse.parse_partitions_json(await self.get("partitions"), version))
-            except parse.SlurmParseError as exc:
-                warnings.append(f"partitions unreadable: {exc}")
-            except SourceError as exc:
-                warnings.append(f"partitions unavailable: {exc}")
+        partitions: tuple[SlurmPartition, ...] | None = None
+        try:  # one call: partition states/limits for the partitions view, node lists for v0.0.36 nodes
+            if isinstance(parts_b, BaseException):
+                raise parts_b
+            assert isinstance(parts_b, bytes)
+            partitions = parse_partition_records_json(parts_b, version)
+            if nodes and not any(n.partitions for n in nodes.values()):
+                nodes = parse.fill_partitions(nodes, parse.parse_partitions_json(parts_b, version))
+        except parse.SlurmParseError as exc:
+            warnings.append(f"partitions unreadable: {exc}")
+        except SourceError as exc:
+            warnings.append(f"partitions unavailable: {exc}")
         ctl: ControllerHealth
         if isinstance(diag_b, BaseException):
             if not isinstance(diag_b, Exception):
@@ -212,7 +219,7 @@ class RestBackend:
             except parse.SlurmParseError as exc:
                 warnings.append(f"diag unreadable: {exc}")
                 ctl = ControllerHealth(reachable=True, detail="diag unreadable")
-        return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings)
+        return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings, partitions=partitions)
 
     # -- acting -----------------------------------------------------------------
     def requests(self, kind: ActionKind, targets: tuple[str, ...],

@@ -122,7 +122,8 @@ class SlurmSource:
             self.calls = [c for b in self._backends() for c in b.calls]
         self.warnings = got.warnings
         return SourceResult(source=self.name, time=started, slurm_nodes=got.nodes, slurm_jobs=got.jobs,
-                            controller=got.controller, warnings=tuple(dict.fromkeys(got.warnings)))
+                            controller=got.controller, warnings=tuple(dict.fromkeys(got.warnings)),
+                            partitions=got.partitions)
 
     def _backends(self) -> list[SlurmBackend]:
         out: list[SlurmBackend] = [self._cli()]

@@ -6,7 +6,8 @@ Problem rows are coloured by the severity that :mod:`hpctui.health` assigns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -14,6 +15,7 @@ from hpctui.actions.base import ActionKind
 from hpctui.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
+from hpctui.ui.fmt import job_elapsed, job_time_left, job_time_left_text, job_time_text
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, NodeRequested, PodDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
@@ -54,6 +56,25 @@ JOB_COLUMNS: list[Column[SlurmJob]] = [
     Column("nodes", "NODES", 16, lambda j: j.nodes or "", lambda j: j.nodes or ""),
     Column("reason", "REASON", 20, lambda j: j.reason or "", lambda j: j.reason or ""),
 ]
+
+
+def job_time_columns(now: Callable[[], float]) -> list[Column[SlurmJob]]:
+    """squeue's TIME (elapsed), TIME_LEFT (limit − elapsed) and PRIORITY; ``now`` is the app's clock."""
+    return [
+        Column("time", "TIME", 11, lambda j: job_time_text(j.start_time, j.state, now(), j.end_time),
+               lambda j: na_last(job_elapsed(j.start_time, j.state, now(), j.end_time)), align="right"),
+        Column("time_left", "TIME_LEFT", 11, lambda j: job_time_left_text(j.start_time, j.state, j.time_limit_min, now()),
+               lambda j: na_last(job_time_left(j.start_time, j.state, j.time_limit_min, now())), align="right"),
+        Column("priority", "PRIORITY", 8, lambda j: _s(j.priority), lambda j: na_last(j.priority), align="right"),
+    ]
+
+
+def with_time_columns(columns: Sequence[Column[SlurmJob]], now: Callable[[], float]) -> list[Column[SlurmJob]]:
+    """The queue's columns with TIME/TIME_LEFT/PRIORITY after STATE (at the end without a STATE)."""
+    out = list(columns)
+    at = next((i + 1 for i, c in enumerate(out) if c.key == "state"), len(out))
+    out[at:at] = job_time_columns(now)
+    return out
 
 
 def job_search(job: SlurmJob) -> str:
@@ -170,9 +191,15 @@ class QueueTable(ActingTable[SlurmJob]):
     BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
-        super().__init__(JOB_COLUMNS, row_key=lambda j: j.display_id, search_text=job_search,
-                         markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
+        super().__init__(with_time_columns(JOB_COLUMNS, self._now), row_key=lambda j: j.display_id,
+                         search_text=job_search, markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
         self.actions_enabled = actions_enabled
+
+    def _now(self) -> float:
+        """TIME/TIME_LEFT are measured on the runtime's clock (a frozen one in tests and screenshots)."""
+        runtime = getattr(self.app, "runtime", None) if self.is_attached else None
+        clock = getattr(runtime, "clock", None)
+        return clock() if callable(clock) else time.time()
 
     def action_show_detail(self) -> None:
         job = self.cursor_row

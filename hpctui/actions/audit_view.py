@@ -1,0 +1,219 @@
+"""The audit trail read back for people: one entry per action (intent + outcome joined by id),
+its result (ok / failed / interrupted / refused), and a small filter language.
+
+``user:alice action:drain target:gpu0012 since:1h result:failed`` plus free words; every token
+must match. The audit file is input like any other: every string passes ``clean_text`` here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpctui.model.hostlist import HostlistError, expand
+from hpctui.sanitize import clean_text
+
+RESULTS = ("ok", "failed", "interrupted", "refused")
+MESSAGE_LIMIT = 400  # characters of one target's output shown in the full record
+
+
+def _s(value: object) -> str:
+    return clean_text(value if isinstance(value, str) else str(value))
+
+
+@dataclass(frozen=True, slots=True)
+class TargetOutcome:
+    target: str
+    ok: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    id: str | None
+    time: float
+    finished: float | None
+    cluster: str
+    user: str
+    action: str
+    source: str
+    targets: tuple[str, ...]
+    params: dict[str, str]
+    commands: tuple[str, ...]
+    result: str  # one of RESULTS
+    refused: str | None = None
+    outcomes: tuple[TargetOutcome, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict)  # uid, sudo_user, logname, ...
+
+    @property
+    def key(self) -> str:
+        return self.id or f"{self.time}|{self.action}|{','.join(self.targets)}"
+
+    @property
+    def reason(self) -> str | None:
+        return self.params.get("reason") or None
+
+    @property
+    def failed(self) -> tuple[TargetOutcome, ...]:
+        return tuple(o for o in self.outcomes if not o.ok)
+
+
+_KNOWN = {"phase", "id", "time", "finished", "cluster", "user", "action", "source", "targets", "params",
+          "commands", "refused", "results"}
+
+
+def _entry(rec: Mapping[str, Any], intent: Mapping[str, Any] | None) -> AuditEntry | None:
+    base = rec if rec else intent
+    if base is None:
+        return None
+    t = base.get("time")
+    if not isinstance(t, (int, float)):
+        return None
+    targets = base.get("targets") or []
+    params = base.get("params") or {}
+    commands = base.get("commands") or []
+    if not isinstance(targets, list) or not isinstance(params, dict) or not isinstance(commands, list):
+        return None
+    outcome = rec if rec.get("phase") != "intent" else None
+    outcomes: list[TargetOutcome] = []
+    refused = None
+    if outcome is None:
+        result = "interrupted"  # an intent with no outcome: the process died (or still runs) mid-action
+    else:
+        raw = outcome.get("results") or []
+        for r in raw if isinstance(raw, list) else ():
+            if isinstance(r, dict):
+                outcomes.append(TargetOutcome(_s(r.get("target", "?")), bool(r.get("ok")), _s(r.get("message", ""))))
+        refused = _s(outcome["refused"]) if outcome.get("refused") else None
+        result = "refused" if refused else "failed" if any(not o.ok for o in outcomes) else "ok"
+    finished = outcome.get("finished") if outcome is not None else None
+    return AuditEntry(
+        id=_s(base["id"]) if base.get("id") else None, time=float(t),
+        finished=float(finished) if isinstance(finished, (int, float)) else None,
+        cluster=_s(base.get("cluster", "")), user=_s(base.get("user", "?")), action=_s(base.get("action", "?")),
+        source=_s(base.get("source", "")), targets=tuple(_s(x) for x in targets),
+        params={_s(k): _s(v) for k, v in params.items()}, commands=tuple(_s(c) for c in commands),
+        result=result, refused=refused, outcomes=tuple(outcomes),
+        extra={_s(k): _s(v) for k, v in base.items() if k not in _KNOWN},
+    )
+
+
+def audit_entries(records: Iterable[Mapping[str, Any]], cluster: str | None = None) -> list[AuditEntry]:
+    """Records (``AuditLog.read(intents=True)``, in file order) → entries, newest first.
+
+    An outcome replaces the intent with the same id; an intent left alone is *interrupted*;
+    a record without an id (a refusal) stands alone. Unreadable records are skipped."""
+    intents: dict[str, Mapping[str, Any]] = {}
+    order: list[tuple[str | None, Mapping[str, Any]]] = []
+    outcomes: dict[str, Mapping[str, Any]] = {}
+    for rec in records:
+        if not isinstance(rec, Mapping) or (cluster is not None and rec.get("cluster") != cluster):
+            continue
+        rid = rec.get("id")
+        rid = str(rid) if rid else None
+        if rec.get("phase") == "intent" and rid:
+            intents[rid] = rec
+            order.append((rid, rec))
+        elif rid and rid in intents:
+            outcomes[rid] = rec
+        else:
+            order.append((None, rec))
+    out = []
+    for rid, rec in order:
+        try:
+            entry = _entry(outcomes.get(rid, rec) if rid else rec, intents.get(rid) if rid else None)
+        except (AttributeError, TypeError, ValueError):
+            continue
+        if entry is not None:
+            out.append(entry)
+    out.sort(key=lambda e: e.time, reverse=True)
+    return out
+
+
+# -- filter ------------------------------------------------------------------------------------
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw]?)$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+FIELDS = ("user", "action", "target", "since", "result")
+
+
+def parse_duration_s(text: str) -> float | None:
+    m = _DURATION.match(text.strip().lower())
+    return None if m is None else float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def _target_names(target: str) -> frozenset[str]:
+    try:
+        return frozenset(expand(target)) if "[" in target else frozenset({target})
+    except HostlistError:
+        return frozenset({target})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    user: str | None = None
+    action: str | None = None
+    targets: frozenset[str] | None = None
+    since_s: float | None = None
+    result: str | None = None
+    words: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> AuditFilter:
+        user = action = result = None
+        targets: frozenset[str] | None = None
+        since: float | None = None
+        words: list[str] = []
+        errors: list[str] = []
+        for token in text.split():
+            name, sep, value = token.partition(":")
+            name = name.lower()
+            if not sep or name not in FIELDS:
+                words.append(token.lower())
+                continue
+            if not value:
+                errors.append(f"{name}: needs a value")
+            elif name == "user":
+                user = value.lower()
+            elif name == "action":
+                action = value.lower()
+            elif name == "result":
+                if value.lower() not in RESULTS:
+                    errors.append(f"result: one of {', '.join(RESULTS)}")
+                else:
+                    result = value.lower()
+            elif name == "target":
+                targets = _target_names(value)
+            else:
+                since = parse_duration_s(value)
+                if since is None:
+                    errors.append(f"since:{value}: not a duration (30m, 1h, 2d)")
+        return cls(user, action, targets, since, result, tuple(words), tuple(errors))
+
+    def match(self, entry: AuditEntry, now: float) -> bool:
+        if self.user is not None and self.user not in entry.user.lower():
+            return False
+        if self.action is not None and self.action not in entry.action.lower():
+            return False
+        if self.result is not None and entry.result != self.result:
+            return False
+        if self.since_s is not None and entry.time < now - self.since_s:
+            return False
+        if self.targets is not None:
+            names: set[str] = set()
+            for t in entry.targets:
+                names |= _target_names(t)
+            if self.targets.isdisjoint(names) and not any(w in t for w in self.targets for t in entry.targets):
+                return False
+        if self.words:
+            hay = " ".join((entry.user, entry.action, *entry.targets, entry.reason or "", entry.result,
+                            entry.refused or "")).lower()
+            if not all(w in hay for w in self.words):
+                return False
+        return True
+
+
+def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"

@@ -1,0 +1,197 @@
+"""The audit trail in the app: every action run from here or ``hpctui act``, newest first.
+
+Columns time, user, action, targets, result (ok / failed / interrupted / refused), reason.
+``/`` filters with ``user:alice action:drain target:gpu0012 since:1h result:failed`` and free
+words; ``enter`` shows the full record (commands, per-target results, output truncated).
+New records appear live: the file is re-read when its size or mtime changes (checked on every
+snapshot and every 2 s).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+from hpctui.actions.audit_view import AuditEntry, AuditFilter, audit_entries, truncate
+from hpctui.model.hostlist import collect
+from hpctui.ui.fmt import NA_TEXT, utc
+from hpctui.ui.screens.tableview import TableViewScreen
+from hpctui.ui.widgets.vtable import Column, VirtualTable
+
+if TYPE_CHECKING:
+    from hpctui.runtime import Runtime
+
+RESULT_VAR = {"ok": "success", "failed": "error", "interrupted": "warning", "refused": "warning"}
+POLL_S = 2.0
+
+
+def targets_text(entry: AuditEntry) -> str:
+    try:
+        return collect(entry.targets) if entry.targets and not any("/" in t for t in entry.targets) else \
+            ",".join(entry.targets)
+    except Exception:  # job ids, partition names: not hostnames
+        return ",".join(entry.targets)
+
+
+AUDIT_COLUMNS: list[Column[AuditEntry]] = [
+    Column("time", "TIME", 20, lambda e: utc(e.time, "%Y-%m-%d %H:%M:%S"), lambda e: e.time),
+    Column("user", "USER", 10, lambda e: e.user, lambda e: e.user),
+    Column("action", "ACTION", 16, lambda e: e.action, lambda e: e.action),
+    Column("targets", "TARGETS", 24, targets_text, targets_text),
+    Column("result", "RESULT", 11, lambda e: e.result, lambda e: e.result, style=lambda e: RESULT_VAR.get(e.result)),
+    Column("reason", "REASON", 40, lambda e: e.reason or e.refused or "", lambda e: e.reason or ""),
+]
+
+
+def record_text(entry: AuditEntry) -> str:
+    """The full record, as the detail screen shows it."""
+    lines = [
+        f"id:        {entry.id or NA_TEXT}",
+        f"time:      {utc(entry.time, '%Y-%m-%d %H:%M:%S')}"
+        + (f"  → finished {utc(entry.finished, '%H:%M:%S')}" if entry.finished else ""),
+        f"cluster:   {entry.cluster or NA_TEXT}",
+        f"user:      {entry.user}" + "".join(f"  {k}={v}" for k, v in sorted(entry.extra.items())),
+        f"action:    {entry.action}  (via {entry.source or NA_TEXT})",
+        f"result:    {entry.result}" + (f": {entry.refused}" if entry.refused else ""),
+        f"targets:   {targets_text(entry)}  ({len(entry.targets)})",
+    ]
+    for key, value in sorted(entry.params.items()):
+        lines.append(f"{key + ':':<10} {value}")
+    lines.append("")
+    lines.append("commands:" if entry.commands else "commands:  none recorded")
+    lines += [f"  $ {c}" for c in entry.commands]
+    if entry.outcomes:
+        ok = sum(1 for o in entry.outcomes if o.ok)
+        lines += ["", f"per-target results ({ok} ok, {len(entry.outcomes) - ok} failed):"]
+        for o in entry.outcomes:
+            lines.append(f"  {'ok  ' if o.ok else 'FAIL'} {o.target}: {truncate(o.message) if o.message else ''}")
+    elif entry.result == "interrupted":
+        lines += ["", "no outcome recorded: the process ended (or is still running) after the intent was written"]
+    return "\n".join(lines)
+
+
+class AuditRecordScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape", "dismiss_screen", "Close"), Binding("q", "dismiss_screen", "Close", show=False)]
+    DEFAULT_CSS = """
+    AuditRecordScreen { align: center middle; }
+    AuditRecordScreen > Vertical { width: 95%; height: 90%; border: thick $primary; background: $surface; }
+    AuditRecordScreen #audit-record-title { text-style: bold; width: 100%; }
+    """
+
+    def __init__(self, entry: AuditEntry) -> None:
+        super().__init__()
+        self.entry = entry
+        self.text = record_text(entry)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"audit record: {self.entry.action} by {self.entry.user}  (esc to close)",
+                        id="audit-record-title", markup=False)
+            with VerticalScroll():
+                yield Static(self.text, id="audit-record-body", markup=False)
+
+    def action_dismiss_screen(self) -> None:
+        self.dismiss(None)
+
+
+class AuditTable(VirtualTable[AuditEntry]):
+    def __init__(self) -> None:
+        super().__init__(AUDIT_COLUMNS, row_key=lambda e: e.key, id="audit")
+
+
+class AuditScreen(TableViewScreen):
+    """``:audit``."""
+
+    BINDINGS = [Binding("enter", "show_record", "Record")]
+    title_text = "Audit trail  (newest first)"
+    filter_placeholder = "user:alice action:drain target:gpu0012 since:1h result:failed  + free words"
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__(runtime, AuditTable())
+        self.entries: list[AuditEntry] = []
+        self.filter = AuditFilter()
+        self.read_error: str | None = None
+        self._stamp: tuple[int, int] | None = None
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_interval(POLL_S, self.reload)
+
+    @property
+    def path(self) -> str | None:
+        audit = self.runtime.executor.audit
+        return None if audit is None else str(audit.path)
+
+    def refresh_rows(self) -> None:
+        self.reload()
+
+    def reload(self, force: bool = False) -> None:
+        """Re-read the audit file when it changed (size, mtime); a torn last line is skipped."""
+        audit = self.runtime.executor.audit
+        if audit is None:
+            self.read_error = "no audit log configured"
+            self._show()
+            return
+        try:
+            st = Path(audit.path).stat()
+            stamp = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        except OSError as exc:
+            self.read_error = f"{audit.path}: {exc.strerror or exc}"
+            self._show()
+            return
+        if stamp == self._stamp and not force:
+            return
+        self._stamp = stamp
+        try:
+            self.entries = audit_entries(_read_tolerant(audit.path), self.runtime.cluster)
+            self.read_error = None
+        except OSError as exc:
+            self.read_error = f"{audit.path}: {exc.strerror or exc}"
+        self._show()
+
+    def _show(self) -> None:
+        now = self.runtime.clock()
+        rows = [e for e in self.entries if self.filter.match(e, now)]
+        self.table.set_rows(rows)
+        parts = [f"{len(rows)} of {len(self.entries)} actions"]
+        if self.path:
+            parts.append(self.path)
+        if self.filter.errors:
+            parts.append("filter: " + "; ".join(self.filter.errors))
+        if self.read_error:
+            parts.append(self.read_error)
+        self.set_info(" · ".join(parts))
+
+    def apply_filter(self, text: str) -> None:
+        self.filter = AuditFilter.parse(text)
+        self._show()
+
+    def action_show_record(self) -> None:
+        entry = self.table.cursor_row
+        if entry is not None:
+            self.app.push_screen(AuditRecordScreen(entry))
+
+
+def _read_tolerant(path: os.PathLike[str] | str) -> list[dict[str, object]]:
+    """Every record of the file; a line that does not decode (torn by a crash) is skipped."""
+    data = Path(path).read_bytes()
+    out = []
+    for raw in data.splitlines():
+        if raw.strip():
+            try:
+                rec = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out

@@ -1,0 +1,100 @@
+"""A full-screen table view pushed over the dashboard: title, table, a ``/`` filter line, footer.
+
+The partitions, drained-nodes and audit views share it. ``escape`` closes the filter when it is
+open and goes back otherwise; ``j``/``k`` move the cursor like the arrow keys.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Label, Static
+
+from hpctui.ui.widgets.vtable import VirtualTable
+
+if TYPE_CHECKING:
+    from hpctui.model import ClusterSnapshot
+    from hpctui.runtime import Runtime
+
+
+class TableViewScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+    ]
+    DEFAULT_CSS = """
+    TableViewScreen > #view-title { width: 100%; height: 1; text-style: bold; background: $panel; padding: 0 1; }
+    TableViewScreen > #view-info { width: 100%; height: auto; padding: 0 1; color: $text-muted; }
+    TableViewScreen > #view-filter { display: none; height: 3; }
+    TableViewScreen > #view-filter.-open { display: block; }
+    TableViewScreen > VirtualTable { height: 1fr; }
+    """
+    title_text = ""
+    filter_placeholder = "filter (substring, re:regex, a hostlist; ! inverts)"
+
+    def __init__(self, runtime: Runtime, table: VirtualTable[Any]) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.table = table
+        self.table.filter_opener = self._open_filter
+        self.snapshot: ClusterSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.title_text, id="view-title", markup=False)
+        yield Static("", id="view-info", markup=False)
+        yield Input(placeholder=self.filter_placeholder, id="view-filter")
+        yield self.table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self.update_snapshot(self.runtime.store.snapshot())
+
+    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        """New data from the store (HpcApp.refresh_from_store calls this on every stacked screen)."""
+        self.snapshot = snapshot
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:  # pragma: no cover - every view overrides it
+        raise NotImplementedError
+
+    def set_info(self, text: str) -> None:
+        if self.is_mounted:
+            self.query_one("#view-info", Static).update(text)
+
+    # -- keys -------------------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        self.table.action_move(delta)
+
+    def action_back(self) -> None:
+        box = self.query_one("#view-filter", Input)
+        if box.has_class("-open") and (box.has_focus or box.value):
+            box.value = ""
+            box.remove_class("-open")
+            self.apply_filter("")
+            self.table.focus()
+            return
+        self.app.pop_screen()
+
+    def _open_filter(self) -> Widget | None:
+        box = self.query_one("#view-filter", Input)
+        box.add_class("-open")
+        box.focus()
+        return box
+
+    @on(Input.Changed, "#view-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.apply_filter(event.value)
+
+    @on(Input.Submitted, "#view-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def apply_filter(self, text: str) -> None:
+        self.table.set_filter(text)

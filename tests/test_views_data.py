@@ -1,0 +1,186 @@
+"""Data behind the views (issue #12/#10): squeue TIME/TIME_LEFT, Slurm priority on every path,
+partitions from scontrol and slurmrestd, the demo's partitions, the audit trail's entries and filter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from hpctui.actions.audit_view import AuditFilter, audit_entries, parse_duration_s, truncate
+from hpctui.model import SlurmJob, SlurmPartition
+from hpctui.runtime import demo_runtime
+from hpctui.sources.slurm.parse import parse_jobs_json, parse_scontrol_jobs, parse_squeue_text
+from hpctui.sources.slurm.parse.partitions import parse_partition_records_json, parse_scontrol_partitions
+from hpctui.ui.fmt import job_time_left_text, job_time_text, squeue_duration
+
+FIX = Path(__file__).parent / "fixtures" / "slurm"
+NOW = 1_750_000_000.0
+
+
+# -- TIME / TIME_LEFT ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0:00"), (59, "0:59"), (61, "1:01"), (3600, "1:00:00"), (86399, "23:59:59"),
+    (86400, "1-00:00:00"), (3 * 86400 + 4 * 3600 + 5 * 60 + 6, "3-04:05:06"), (None, "N/A"), (-5, "0:00"),
+])
+def test_squeue_duration(seconds: float | None, text: str) -> None:
+    assert squeue_duration(seconds) == text
+
+
+def test_time_of_a_pending_job_is_zero_and_its_time_left_na() -> None:
+    assert job_time_text(None, "PENDING", NOW) == "0:00"
+    assert job_time_left_text(None, "PENDING", 60, NOW) == "N/A"
+    # a pending job with an *expected* start time (the backfill estimate) has not run either
+    assert job_time_text(NOW + 600, "PENDING", NOW) == "0:00"
+    assert job_time_left_text(NOW + 600, "PENDING", 60, NOW) == "N/A"
+
+
+def test_running_job_elapsed_and_left_past_one_day() -> None:
+    start = NOW - (86400 + 2 * 3600 + 3 * 60 + 4)  # 1 day 2:03:04 ago
+    assert job_time_text(start, "RUNNING", NOW) == "1-02:03:04"
+    assert job_time_left_text(start, "RUNNING", 3 * 1440, NOW) == "1-21:56:56"  # 3 days − elapsed
+    assert job_time_left_text(start, "RUNNING", 60, NOW) == "0:00"  # over its limit: never negative
+    assert job_time_left_text(start, "RUNNING", None, NOW) == "UNLIMITED"
+
+
+def test_finished_job_time_is_start_to_end() -> None:
+    assert job_time_text(NOW - 7200, "COMPLETED", NOW, end_time=NOW - 3600) == "1:00:00"
+
+
+# -- PRIORITY on every Slurm path ---------------------------------------------------------------------
+def _check_priorities(jobs: list[SlurmJob]) -> None:
+    live = [j for j in jobs if j.state in ("PENDING", "RUNNING")]
+    assert live and all(j.priority is not None for j in live), [(j.job_id, j.priority) for j in live]
+    assert any((j.priority or 0) > 0 for j in live)
+    held = [j for j in live if j.reason == "JobHeldUser"]
+    assert all(j.priority == 0 for j in held)  # squeue shows 0 for a held job
+
+
+@pytest.mark.parametrize("name", ["cli_squeue.json", "rest_v0.0.36_jobs.json", "rest_v0.0.37_jobs.json",
+                                  "rest_v0.0.38_jobs.json", "synth_rest_v0.0.40_jobs.json",
+                                  "synth_rest_v0.0.44_jobs.json"])
+def test_priority_from_json(name: str) -> None:
+    _check_priorities(list(parse_jobs_json((FIX / name).read_bytes())))
+
+
+def test_priority_from_squeue_text_and_scontrol() -> None:
+    _check_priorities(list(parse_squeue_text((FIX / "cli_squeue_parsable.txt").read_text(), sep="|")))
+    jobs = parse_scontrol_jobs((FIX / "cli_scontrol_show_job_detail_oneliner.txt").read_text())
+    assert jobs and all(j.priority is not None for j in jobs)
+
+
+def test_priority_from_the_demo() -> None:
+    rt = demo_runtime(size=64, seed=0, clock=lambda: NOW)
+    asyncio.run(rt.collect_once())
+    _check_priorities(list(rt.store.snapshot().jobs))
+
+
+# -- partitions ---------------------------------------------------------------------------------------
+def test_scontrol_partitions_real_capture() -> None:
+    parts = {p.name: p for p in parse_scontrol_partitions((FIX / "cli_scontrol_show_partition_oneliner.txt").read_text())}
+    assert parts["cpu"] == SlurmPartition(name="cpu", state="UP", default=True, max_time_min=None,
+                                          max_time_unlimited=True, default_time_min=60, nodes="cpu[01-04]",
+                                          total_nodes=4, total_cpus=128)
+    assert (parts["gpu"].default, parts["gpu"].max_time_min, parts["gpu"].max_time_unlimited) == (False, 2880, False)
+    assert parts["debug"].max_time_min == 30 and parts["debug"].nodes == "cpu[01-04],gpu[01-04]"
+
+
+def test_scontrol_partitions_state_drop_and_sanitize() -> None:
+    dropped: list[str] = []
+    text = ("PartitionName=maint\x1b[31m State=DRAIN Default=NO MaxTime=1-00:00:00 Nodes=n[1-2] TotalNodes=2\n"
+            "State=UP Default=YES\n")
+    (p,) = parse_scontrol_partitions(text, on_invalid=dropped.append)
+    assert p.state == "DRAIN" and "\x1b" not in p.name and p.max_time_min == 1440 and len(dropped) == 1
+
+
+def test_rest_partitions_v0038_real_capture() -> None:
+    parts = {p.name: p for p in parse_partition_records_json((FIX / "rest_v0.0.38_partitions.json").read_bytes())}
+    assert parts["cpu"].state == "UP" and parts["cpu"].default is True and parts["cpu"].max_time_unlimited
+    assert parts["cpu"].default_time_min == 60 and parts["cpu"].total_nodes == 4
+    assert parts["gpu"].default is False and parts["gpu"].max_time_min == 2880
+
+
+def test_rest_partitions_nested_shape() -> None:
+    """v0.0.39+ shape (synthesized from the OpenAPI schema; no capture of a 23.02+ slurmrestd here)."""
+    doc = {"meta": {"plugin": {"type": "openapi/slurmctld", "data_parser": "data_parser/v0.0.40"}}, "errors": [],
+           "partitions": [{"name": "gpu", "partition": {"state": ["DOWN"]}, "flags": ["DEFAULT"],
+                           "maximums": {"time": {"set": True, "infinite": False, "number": 2880}},
+                           "defaults": {"time": {"set": True, "infinite": False, "number": 60}},
+                           "nodes": {"configured": "gpu[01-04]", "total": 4}, "cpus": {"total": 256}},
+                          {"name": "long", "partition": {"state": ["UP"]},
+                           "maximums": {"time": {"set": True, "infinite": True, "number": 0}}}]}
+    gpu, long = parse_partition_records_json(json.dumps(doc), "v0.0.40")
+    assert (gpu.state, gpu.default, gpu.max_time_min, gpu.nodes, gpu.total_nodes, gpu.total_cpus) == (
+        "DOWN", True, 2880, "gpu[01-04]", 4, 256)
+    assert long.max_time_unlimited and long.default is None
+
+
+def test_demo_reports_partitions_and_follows_partition_state() -> None:
+    rt = demo_runtime(size=64, seed=0, clock=lambda: NOW)
+    asyncio.run(rt.collect_once())
+    parts = {p.name: p for p in rt.store.snapshot().partitions}
+    assert set(parts) == {"h100", "h200", "debug", "cpu"} and parts["h100"].default
+    assert parts["cpu"].max_time_unlimited and parts["h200"].state == "UP"
+    source = rt.sources[0]
+    source.partition_state["h200"] = "DRAIN"  # what an executed partition_state action leaves
+    asyncio.run(rt.collect_once())
+    assert {p.name: p.state for p in rt.store.snapshot().partitions}["h200"] == "DRAIN"
+
+
+# -- audit trail ----------------------------------------------------------------------------------------
+def _records() -> list[dict[str, object]]:
+    base = {"cluster": "demo", "source": "demo", "commands": ["scontrol update NodeName=gpu[0001-0002] State=DRAIN"]}
+    return [
+        {**base, "phase": "intent", "id": "a1", "time": NOW - 7200, "user": "alice", "action": "drain",
+         "targets": ["gpu0001", "gpu0002"], "params": {"reason": "xid 79"}},
+        {**base, "phase": "outcome", "id": "a1", "time": NOW - 7200, "finished": NOW - 7199, "user": "alice",
+         "action": "drain", "targets": ["gpu0001", "gpu0002"], "params": {"reason": "xid 79"}, "refused": None,
+         "results": [{"target": "gpu0001", "ok": True, "message": "ok"},
+                     {"target": "gpu0002", "ok": False, "message": "x" * 1000}]},
+        {**base, "phase": "intent", "id": "b2", "time": NOW - 60, "user": "bob", "action": "resume",
+         "targets": ["gpu[0010-0012]"], "params": {}},
+        {**base, "phase": "outcome", "id": None, "time": NOW - 30, "finished": NOW - 30, "user": "bob",
+         "action": "cancel_jobs", "targets": ["17"], "params": {}, "refused": "read-only mode", "results": []},
+        {**base, "phase": "outcome", "id": "c3", "time": NOW - 10, "finished": NOW - 9, "user": "root\x1b[2J",
+         "action": "partition_state", "targets": ["h200"], "params": {"state": "DRAIN"}, "refused": None,
+         "results": [{"target": "h200", "ok": True, "message": "ok"}]},
+        {**base, "phase": "outcome", "id": "zz", "time": NOW, "cluster": "other", "user": "eve", "action": "drain",
+         "targets": ["x1"], "params": {}, "results": []},
+    ]
+
+
+def test_audit_entries_join_intent_and_outcome() -> None:
+    entries = audit_entries(_records(), "demo")
+    assert [(e.action, e.result) for e in entries] == [
+        ("partition_state", "ok"), ("cancel_jobs", "refused"), ("resume", "interrupted"), ("drain", "failed")]
+    drain = entries[-1]
+    assert drain.reason == "xid 79" and len(drain.failed) == 1 and drain.finished == NOW - 7199
+    assert "\x1b" not in entries[0].user  # the file is input: sanitized on the way in
+    assert truncate("x" * 1000).endswith("(600 more characters)")
+
+
+@pytest.mark.parametrize(("text", "actions"), [
+    ("", ["partition_state", "cancel_jobs", "resume", "drain"]),
+    ("user:alice", ["drain"]),
+    ("action:drain", ["drain"]),
+    ("target:gpu0011", ["resume"]),  # inside the hostlist gpu[0010-0012]
+    ("target:gpu[0002-0003]", ["drain"]),
+    ("since:5m", ["partition_state", "cancel_jobs", "resume"]),
+    ("since:1h user:bob", ["cancel_jobs", "resume"]),
+    ("result:failed", ["drain"]),
+    ("result:interrupted", ["resume"]),
+    ("xid", ["drain"]),
+    ("h200 action:partition", ["partition_state"]),
+])
+def test_audit_filter(text: str, actions: list[str]) -> None:
+    rule = AuditFilter.parse(text)
+    assert rule.errors == ()
+    assert [e.action for e in audit_entries(_records(), "demo") if rule.match(e, NOW)] == actions
+
+
+def test_audit_filter_errors_are_reported_not_raised() -> None:
+    rule = AuditFilter.parse("since:soon result:maybe user:")
+    assert len(rule.errors) == 3 and rule.since_s is None and rule.result is None
+    assert parse_duration_s("90s") == 90 and parse_duration_s("2d") == 172800 and parse_duration_s("1x") is None
