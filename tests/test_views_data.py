@@ -146,6 +146,9 @@ def _records() -> list[dict[str, object]]:
         {**base, "phase": "outcome", "id": "c3", "time": NOW - 10, "finished": NOW - 9, "user": "root\x1b[2J",
          "action": "partition_state", "targets": ["h200"], "params": {"state": "DRAIN"}, "refused": None,
          "results": [{"target": "h200", "ok": True, "message": "ok"}]},
+        {**base, "phase": "outcome", "id": None, "time": NOW - 20000, "user": "carol", "action": "reboot",
+         "targets": ["gpu0005"], "params": {}, "refused": None,
+         "results": [{"target": "gpu0005", "ok": False, "message": "interrupted: outcome unknown, check the next"}]},
         {**base, "phase": "outcome", "id": "zz", "time": NOW, "cluster": "other", "user": "eve", "action": "drain",
          "targets": ["x1"], "params": {}, "results": []},
     ]
@@ -154,15 +157,16 @@ def _records() -> list[dict[str, object]]:
 def test_audit_entries_join_intent_and_outcome() -> None:
     entries = audit_entries(_records(), "demo")
     assert [(e.action, e.result) for e in entries] == [
-        ("partition_state", "ok"), ("cancel_jobs", "refused"), ("resume", "interrupted"), ("drain", "failed")]
-    drain = entries[-1]
+        ("partition_state", "ok"), ("cancel_jobs", "refused"), ("resume", "interrupted"), ("drain", "failed"),
+        ("reboot", "interrupted")]
+    drain = entries[-2]
     assert drain.reason == "xid 79" and len(drain.failed) == 1 and drain.finished == NOW - 7199
     assert "\x1b" not in entries[0].user  # the file is input: sanitized on the way in
     assert truncate("x" * 1000).endswith("(600 more characters)")
 
 
 @pytest.mark.parametrize(("text", "actions"), [
-    ("", ["partition_state", "cancel_jobs", "resume", "drain"]),
+    ("", ["partition_state", "cancel_jobs", "resume", "drain", "reboot"]),
     ("user:alice", ["drain"]),
     ("action:drain", ["drain"]),
     ("target:gpu0011", ["resume"]),  # inside the hostlist gpu[0010-0012]
@@ -170,7 +174,7 @@ def test_audit_entries_join_intent_and_outcome() -> None:
     ("since:5m", ["partition_state", "cancel_jobs", "resume"]),
     ("since:1h user:bob", ["cancel_jobs", "resume"]),
     ("result:failed", ["drain"]),
-    ("result:interrupted", ["resume"]),
+    ("result:interrupted", ["resume", "reboot"]),
     ("xid", ["drain"]),
     ("h200 action:partition", ["partition_state"]),
 ])

@@ -87,7 +87,13 @@ def _entry(rec: Mapping[str, Any], intent: Mapping[str, Any] | None) -> AuditEnt
             if isinstance(r, dict):
                 outcomes.append(TargetOutcome(_s(r.get("target", "?")), bool(r.get("ok")), _s(r.get("message", ""))))
         refused = _s(outcome["refused"]) if outcome.get("refused") else None
-        result = "refused" if refused else "failed" if any(not o.ok for o in outcomes) else "ok"
+        failed = [o for o in outcomes if not o.ok]
+        if refused:
+            result = "refused"
+        elif failed and all(o.message.startswith("interrupted:") for o in failed):
+            result = "interrupted"  # the executor was cancelled mid-action: outcome unknown
+        else:
+            result = "failed" if failed else "ok"
     finished = outcome.get("finished") if outcome is not None else None
     return AuditEntry(
         id=_s(base["id"]) if base.get("id") else None, time=float(t),
@@ -128,7 +134,8 @@ def audit_entries(records: Iterable[Mapping[str, Any]], cluster: str | None = No
             continue
         if entry is not None:
             out.append(entry)
-    out.sort(key=lambda e: e.time, reverse=True)
+    out.reverse()  # newest first; equal times (a coarse clock) keep the later record on top
+    out.sort(key=lambda e: -e.time)
     return out
 
 

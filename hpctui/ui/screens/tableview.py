@@ -44,6 +44,7 @@ class TableViewScreen(Screen[None]):
         self.table = table
         self.table.filter_opener = self._open_filter
         self.snapshot: ClusterSnapshot | None = None
+        self.info_text = ""
 
     def compose(self) -> ComposeResult:
         yield Label(self.title_text, id="view-title", markup=False)
@@ -65,8 +66,9 @@ class TableViewScreen(Screen[None]):
         raise NotImplementedError
 
     def set_info(self, text: str) -> None:
-        if self.is_mounted:
-            self.query_one("#view-info", Static).update(text)
+        self.info_text = text
+        for box in self.query("#view-info").results(Static):  # none before compose
+            box.update(text)
 
     # -- keys -------------------------------------------------------------------------
     def action_cursor(self, delta: int) -> None:
