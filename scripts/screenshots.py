@@ -65,9 +65,65 @@ async def main() -> None:
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
     ]
+    shots += await views_shots()
     for path in shots:
         print(path.relative_to(ROOT))
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.t = FIXED
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def views_shots() -> list[Path]:
+    """The partitions, drained-nodes (sinfo -R) and audit views, after a few admin actions."""
+    from hpctui.actions.base import ActionKind
+    from hpctui.ui.screens.audit import AuditScreen
+    from hpctui.ui.screens.drained import DrainedScreen
+    from hpctui.ui.screens.partitions import PartitionsScreen
+
+    OUT.mkdir(exist_ok=True)
+    out: list[Path] = []
+    views = [("view-partitions", PartitionsScreen, ()), ("view-drained", DrainedScreen, ()),
+             ("view-audit", AuditScreen, ()), ("view-audit-record", AuditScreen, ("down", "enter"))]
+    for name, screen_cls, keys in views:
+        audit = Path(tempfile.gettempdir()) / "hpctui-screenshots" / "audit.jsonl"  # a fixed path: it is shown
+        audit.unlink(missing_ok=True)
+        clock = Clock()
+        runtime = demo_runtime(size=64, seed=SEED, clock=clock, start_time=FIXED, audit_path=audit, theme="dark")
+        app = HpcApp(runtime, theme="dark", autostart=False)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await runtime.collect_once()
+            for step, (kind, targets, params) in enumerate([
+                (ActionKind.DRAIN_NODES, ("gpu[0010-0012]",), {"reason": "IB link flapping on mlx5_1"}),
+                (ActionKind.CORDON_NODES, ("gpu0040",), {}),
+                (ActionKind.PARTITION_STATE, ("debug",), {"state": "DRAIN"}),
+                (ActionKind.DRAIN_NODES, ("gpu0021",), {"reason": "PSU fault, RMA 5521"}),
+                (ActionKind.HOLD_JOBS, ("424242",), {}),
+            ]):
+                clock.t = FIXED + 300 * (step + 1)
+                plan = runtime.executor.plan(kind, targets, params, runtime.store.snapshot())
+                await runtime.executor.execute(plan, confirmation=plan.confirm_word or True)
+            clock.t += 60
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            await app.push_screen(screen_cls(runtime))
+            await pilot.pause()
+            if keys:
+                await pilot.press(*keys)
+                await pilot.pause()
+            out.append(Path(app.save_screenshot(f"{name}.svg", str(OUT))))
+    return out
+
+
+async def views_main() -> None:
+    for path in await views_shots():
+        print(path.relative_to(ROOT))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(views_main() if sys.argv[1:] == ["views"] else main())

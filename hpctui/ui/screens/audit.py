@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from hpctui.actions.audit_view import AuditEntry, AuditFilter, audit_entries, truncate
+from hpctui.actions.base import NODE_ACTIONS
 from hpctui.model.hostlist import collect
 from hpctui.ui.fmt import NA_TEXT, utc
 from hpctui.ui.screens.tableview import TableViewScreen
@@ -29,16 +30,21 @@ from hpctui.ui.widgets.vtable import Column, VirtualTable
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
+_NODE_ACTIONS = frozenset(k.value for k in NODE_ACTIONS)
 RESULT_VAR = {"ok": "success", "failed": "error", "interrupted": "warning", "refused": "warning"}
 POLL_S = 2.0
 
 
 def targets_text(entry: AuditEntry) -> str:
-    try:
-        return collect(entry.targets) if entry.targets and not any("/" in t for t in entry.targets) else \
-            ",".join(entry.targets)
-    except Exception:  # job ids, partition names: not hostnames
-        return ",".join(entry.targets)
+    """Node targets folded into a hostlist (as ``sinfo`` would); job ids, pods, partitions listed."""
+    if not entry.targets:  # a refused plan keeps no targets (none passed its checks)
+        return NA_TEXT
+    if entry.action in _NODE_ACTIONS:
+        try:
+            return collect(entry.targets)
+        except Exception:  # python-hostlist rejects odd names: list them as they are
+            pass
+    return ",".join(entry.targets)
 
 
 AUDIT_COLUMNS: list[Column[AuditEntry]] = [
@@ -64,7 +70,7 @@ def record_text(entry: AuditEntry) -> str:
         f"targets:   {targets_text(entry)}  ({len(entry.targets)})",
     ]
     for key, value in sorted(entry.params.items()):
-        lines.append(f"{key + ':':<10} {value}")
+        lines.append(f"{key + ':':<11}{value}")
     lines.append("")
     lines.append("commands:" if entry.commands else "commands:  none recorded")
     lines += [f"  $ {c}" for c in entry.commands]

@@ -88,8 +88,8 @@ DRAIN_COLUMNS: list[Column[DrainRow]] = [
     Column("time", "TIMESTAMP", 18, lambda r: utc(r.time), lambda r: -(r.time or 0.0)),
     Column("nodelist", "NODELIST", 28, lambda r: r.nodelist, lambda r: r.nodelist),
     Column("count", "N", 4, lambda r: str(len(r.nodes)), lambda r: len(r.nodes), align="right"),
-    Column("scheduler", "SCHED", 5, lambda r: r.scheduler, lambda r: r.scheduler),
-    Column("states", "STATE", 22, lambda r: r.states, lambda r: r.states,
+    Column("scheduler", "SCHED", 6, lambda r: r.scheduler, lambda r: r.scheduler),
+    Column("states", "STATE", 30, lambda r: r.states, lambda r: r.states,
            style=lambda r: "error" if "DOWN" in r.states or "FAIL" in r.states else "warning"),
 ]
 

@@ -61,9 +61,9 @@ JOB_COLUMNS: list[Column[SlurmJob]] = [
 def job_time_columns(now: Callable[[], float]) -> list[Column[SlurmJob]]:
     """squeue's TIME (elapsed), TIME_LEFT (limit − elapsed) and PRIORITY; ``now`` is the app's clock."""
     return [
-        Column("time", "TIME", 11, lambda j: job_time_text(j.start_time, j.state, now(), j.end_time),
+        Column("time", "TIME", 10, lambda j: job_time_text(j.start_time, j.state, now(), j.end_time),
                lambda j: job_elapsed(j.start_time, j.state, now(), j.end_time) or 0.0, align="right"),  # 0:00 as shown
-        Column("time_left", "TIME_LEFT", 11, lambda j: job_time_left_text(j.start_time, j.state, j.time_limit_min, now()),
+        Column("time_left", "TIME_LEFT", 10, lambda j: job_time_left_text(j.start_time, j.state, j.time_limit_min, now()),
                lambda j: na_last(job_time_left(j.start_time, j.state, j.time_limit_min, now())), align="right"),
         Column("priority", "PRIORITY", 8, lambda j: _s(j.priority), lambda j: na_last(j.priority), align="right"),
     ]
