@@ -275,3 +275,6 @@ class HpcApp(App[None]):
         yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name", self.action_go_to)
         yield SystemCommand("Problems", "Findings of warning and worse, worst first", lambda: self.action_show_view("problems"))
         yield SystemCommand("Events", "Stored events and actions as a timeline", lambda: self.action_show_view("events"))
+        from hpctui.ui.screens.tableview import view_commands  # partitions, drained, audit (views)
+
+        yield from view_commands(self)

@@ -164,3 +164,16 @@ async def test_audit_view_rows_filter_enter_and_live(make_runtime: Callable[...,
         assert isinstance(app.screen, AuditScreen) and len(screen.table.view) == 2
         await pilot.press("escape")
         assert app.screen is app.dashboard
+
+
+async def test_palette_opens_each_view(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await load(app, pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        for title, cls in (("Partitions", PartitionsScreen), ("Drained", DrainedScreen), ("Audit", AuditScreen)):
+            commands[title].callback()
+            await pilot.pause()
+            assert isinstance(app.screen, cls) and app.screen.table.has_focus
+            await pilot.press("escape")
+            assert app.screen is app.dashboard
