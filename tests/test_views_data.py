@@ -188,3 +188,71 @@ def test_audit_filter_errors_are_reported_not_raised() -> None:
     rule = AuditFilter.parse("since:soon result:maybe user:")
     assert len(rule.errors) == 3 and rule.since_s is None and rule.result is None
     assert parse_duration_s("90s") == 90 and parse_duration_s("2d") == 172800 and parse_duration_s("1x") is None
+
+
+# -- partitions through the Slurm source (fake CLI tools, a fake slurmrestd) --------------------------
+def _tool(bin_dir: Path, name: str, script: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(0o755)
+
+
+def test_cli_source_reads_partitions_with_one_scontrol_call(tmp_path: Path) -> None:
+    from hpctui.sources.slurm import SlurmSettings, build_slurm_source
+
+    _tool(tmp_path, "sinfo", f"cat {FIX / 'cli_sinfo.json'}")
+    _tool(tmp_path, "squeue", f"cat {FIX / 'cli_squeue.json'}")
+    _tool(tmp_path, "sdiag", f"cat {FIX / 'cli_sdiag.txt'}")
+    _tool(tmp_path, "scontrol", f'[ "$*" = "-o show partition" ] && exec cat {FIX / "cli_scontrol_show_partition_oneliner.txt"}'
+                                "\nexit 1")
+
+    async def go() -> None:
+        src = build_slurm_source(SlurmSettings(backend="cli", bin_dir=str(tmp_path)))
+        r = await src.collect()
+        assert [p.name for p in r.partitions or ()] == ["cpu", "gpu", "debug"]
+        assert src.calls.count("scontrol -o show partition") == 1 and len(src.calls) == 4
+        _tool(tmp_path, "scontrol", "echo 'slurm_load_partitions: Access denied' >&2; exit 1")
+        r = await src.collect()  # partitions are optional: nodes and jobs stay, a warning says why
+        assert r.partitions is None and r.slurm_nodes and r.slurm_jobs
+        assert any("partitions unavailable" in w for w in src.warnings)
+
+    asyncio.run(go())
+
+
+def test_rest_source_reads_partitions() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from hpctui.sources.slurm import SlurmSettings, build_slurm_source
+
+    docs = {"/openapi/v3": json.dumps({"paths": {"/slurm/v0.0.38/jobs": {}}}).encode()}
+    for what in ("nodes", "jobs", "diag", "partitions"):
+        docs[f"/slurm/v0.0.38/{what}"] = (FIX / f"rest_v0.0.38_{what}.json").read_bytes()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = docs.get(self.path.rstrip("/"), b"{}")
+            self.send_response(200 if self.path.rstrip("/") in docs else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        async def go() -> None:
+            src = build_slurm_source(SlurmSettings(backend="rest", rest_url=f"http://127.0.0.1:{server.server_port}"))
+            try:
+                r = await src.collect()
+                parts = {p.name: p for p in r.partitions or ()}
+                assert set(parts) == {"cpu", "gpu", "debug"} and parts["cpu"].default and parts["gpu"].state == "UP"
+                assert sum(c.endswith("/partitions") for c in src.calls) == 1
+            finally:
+                await src.close()
+
+        asyncio.run(go())
+    finally:
+        server.shutdown()
