@@ -177,3 +177,15 @@ async def test_palette_opens_each_view(make_runtime: Callable[..., Runtime]) -> 
             assert isinstance(app.screen, cls) and app.screen.table.has_focus
             await pilot.press("escape")
             assert app.screen is app.dashboard
+
+
+async def test_j_k_type_into_the_open_filter(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await load(app, pilot)
+        await app.push_screen(DrainedScreen(app.runtime))
+        await pilot.pause()
+        await pilot.press("slash", "j", "k", "x")
+        await pilot.pause()
+        assert app.screen.query_one("#view-filter", Input).value == "jkx"
+        assert isinstance(app.screen, DrainedScreen) and app.screen.table.view == []
