@@ -1,6 +1,11 @@
 """parse_jobs_json / parse_nodes_json vs json.loads on synthetic v0.0.38 ``squeue/sinfo --json``.
 
 Usage: python bench/bench_slurm_parse.py [N_JOBS] [N_NODES]   (defaults 100000, 16384)
+
+Variants: ``msgspec`` (the whole document in memory, parse_jobs_json), ``stall`` (the same in a
+thread), ``stream`` (JobsStream fed 1 MiB pieces, as the CLI backend reads squeue's pipe),
+``stream-steady`` (a second read of the same queue: unchanged jobs reused), ``stream-stall``
+(pieces fed through worker threads from the event loop), ``json`` (json.loads, for scale).
 Each variant runs in a fresh subprocess so peak RSS (ru_maxrss) is its own; ``stall`` runs
 the parse in a thread under asyncio and reports the event loop's longest gap.
 
@@ -130,14 +135,20 @@ def build(n: int, out: Path, seed: int = 1) -> None:
             for g in (1, 2, 4, 8)
         },
     }
-    head = json.dumps({"meta": doc["meta"], "errors": []})[:-1]
+    # Slurm's own layout: pretty, two spaces per level, "/" escaped (as 22.05 prints it)
+    head = json.dumps({"meta": doc["meta"], "errors": []}, indent=2)[:-2].replace("/", "\\/")
     with out.open("w") as f:
-        f.write(head + ', "jobs": [')
+        f.write(head + ',\n  "jobs": [\n')
         for i in range(n):
             if i:
-                f.write(",")
-            f.write(json.dumps(_job(rng, i, templates[i % len(templates)], ctx)))
-        f.write("]}")
+                f.write(",\n")
+            job = json.dumps(_job(rng, i, templates[i % len(templates)], ctx), indent=2)
+            f.write(_indent(job.replace("/", "\\/"), "    "))
+        f.write("\n  ]\n}")
+
+
+def _indent(text: str, pad: str) -> str:
+    return pad + text.replace("\n", "\n" + pad)
 
 
 def build_nodes(n: int, out: Path) -> None:
@@ -156,7 +167,69 @@ def build_nodes(n: int, out: Path) -> None:
         f.write("]}")
 
 
+CHUNK = 1 << 20  # what the CLI backend reads from squeue's pipe at a time
+
+
+def run_stream(variant: str, path: str) -> None:
+    """The streaming reader as the CLI backend runs it: the document arrives in 1 MiB pieces
+    (read from the file here, from squeue's pipe in the app) and is never whole in memory."""
+    sys.path.insert(0, str(ROOT))
+    import asyncio
+
+    from hpctui.sources.slurm.parse.jobs_stream import JobReuse, JobsStream
+
+    def pieces() -> list[bytes] | Any:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK):
+                yield chunk
+
+    reuse = JobReuse()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if variant == "stream-stall":
+        async def go() -> tuple[float, float, int, int]:
+            gaps: list[float] = []
+            done = False
+
+            async def ticker() -> None:
+                last = time.perf_counter()
+                while not done:
+                    await asyncio.sleep(0.005)
+                    now = time.perf_counter()
+                    gaps.append(now - last - 0.005)
+                    last = now
+
+            tick = asyncio.create_task(ticker())
+            t0 = time.perf_counter()
+            stream = JobsStream(reuse)
+            for chunk in pieces():
+                await asyncio.to_thread(stream.feed, chunk)
+            jobs = await asyncio.to_thread(stream.finish)
+            took = time.perf_counter() - t0
+            done = True
+            await tick
+            return took, max(gaps, default=0.0), sum(g > 0.05 for g in gaps), len(jobs)
+
+        took, worst, over, n = asyncio.run(go())
+        print(f"{variant:12s} {n:6d} kept  {took:6.2f} s, fed from the loop; longest event-loop gap "
+              f"{worst * 1000:.0f} ms, {over} gaps over 50 ms")
+        return
+    passes = 2 if variant == "stream-steady" else 1
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        stream = JobsStream(reuse)
+        for chunk in pieces():
+            stream.feed(chunk)
+        n = len(stream.finish())
+        dt = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"{variant:12s} {n:6d} kept  {dt:6.2f} s  peak RSS {rss / 1024:5.0f} MB (before: {rss0 / 1024:.0f} MB)"
+          + (f"; {reuse.hits} of {reuse.hits + reuse.misses} jobs reused" if passes > 1 else ""))
+
+
 def run(variant: str, path: str) -> None:
+    if variant.startswith("stream"):
+        run_stream(variant, path)
+        return
     data = Path(path).read_bytes()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sys.path.insert(0, str(ROOT))
@@ -221,7 +294,7 @@ def main() -> None:
         path = Path(tmp) / "squeue.json"
         build(n, path)
         print(f"synthetic squeue --json: {n} jobs, {path.stat().st_size / 1e6:.0f} MB")
-        for variant in ("msgspec", "stall", "json"):
+        for variant in ("msgspec", "stall", "stream", "stream-steady", "stream-stall", "json"):
             subprocess.run([sys.executable, __file__, "--run", variant, str(path)], check=True)
         path.unlink()
         if n_nodes:

@@ -63,15 +63,19 @@ class WorkloadIndex:
         return list(seen.values())
 
 
-_last: tuple[tuple[SlurmJob, ...], tuple[Pod, ...], WorkloadIndex] | None = None
+# The last few indexes by the identity of their jobs and pods: the runtime prepares the next
+# snapshot in a worker thread while the UI still draws the previous one, and one entry would
+# make them evict each other (a 100k-job index rebuilt on every arrow key).
+_recent: list[tuple[tuple[SlurmJob, ...], tuple[Pod, ...], WorkloadIndex]] = []
+_KEEP = 3
 
 
 def workload_index(snapshot: ClusterSnapshot) -> WorkloadIndex:
     """The index for the snapshot's jobs and pods, rebuilt only when those change (a new
     snapshot that only carries new source health or GPU readings reuses it)."""
-    global _last
-    if _last is not None and _last[0] is snapshot.jobs and _last[1] is snapshot.pods:
-        return _last[2]
+    for jobs, pods, index in _recent:
+        if jobs is snapshot.jobs and pods is snapshot.pods:
+            return index
     index = WorkloadIndex(snapshot)
-    _last = (snapshot.jobs, snapshot.pods, index)
+    _recent[:] = [(snapshot.jobs, snapshot.pods, index), *_recent[: _KEEP - 1]]  # one list swap: thread-safe
     return index

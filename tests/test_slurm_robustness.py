@@ -65,7 +65,7 @@ def test_big_documents_are_parsed_in_a_worker_thread() -> None:
 
 
 def test_cli_big_squeue_json_is_parsed_in_a_thread(tmp_path: Path) -> None:
-    """~3 MB of squeue --json goes to a worker thread; the small sinfo/sdiag documents do not."""
+    """A big squeue --json goes to worker threads; the small sinfo/sdiag documents do not."""
     doc = json.loads((FIX / "cli_squeue.json").read_bytes())
     doc["jobs"] = doc["jobs"] * 400
     big = tmp_path / "squeue.json"
@@ -92,7 +92,8 @@ def test_cli_big_squeue_json_is_parsed_in_a_thread(tmp_path: Path) -> None:
         assert r.controller is not None and r.controller.reachable
 
     asyncio.run(go())
-    assert len(threads) == 1  # only the big squeue document went to a thread
+    # only the big squeue document went to threads: read as it arrives (feed), then checked (finish)
+    assert set(threads) == {"feed", "finish"}
 
 
 # -- 1. cancel verification reads only the targets ------------------------------------------
@@ -430,3 +431,19 @@ def test_rest_sends_array_range_holds_to_the_cli_and_says_so() -> None:
     assert plan.commands == ("DELETE /slurm/v0.0.38/job/1234_%5B4-9%5D",)  # DELETE of a range works on 22.05
     plan = src.plan(ActionKind.HOLD_JOBS, ("1240",), {}, _array_snap())
     assert plan.commands == ('POST /slurm/v0.0.38/job/1240 {"hold": true}',)
+
+
+def test_cli_reuses_unchanged_jobs_between_refreshes(tmp_path: Path) -> None:
+    """Slurm's pretty squeue --json is read as a stream; a second refresh of the same queue
+    hands the store the same job objects (so everything downstream can skip them by identity)."""
+    tool(tmp_path, "sinfo", f"cat {FIX / 'cli_sinfo.json'}")
+    tool(tmp_path, "squeue", f"cat {FIX / 'cli_squeue.json'}")
+    tool(tmp_path, "sdiag", f"cat {FIX / 'cli_sdiag.txt'}")
+
+    async def go() -> tuple[Any, Any]:
+        src = cli_source(tmp_path)
+        return await src.collect(), await src.collect()
+
+    first, second = asyncio.run(go())
+    assert first.slurm_jobs and len(first.slurm_jobs) == len(second.slurm_jobs)
+    assert all(a is b for a, b in zip(first.slurm_jobs, second.slurm_jobs, strict=True))

@@ -10,8 +10,28 @@ The SSH source streams the loop's stdout into the splitter; tests run the same l
 local ``sh`` against the shims in ``tests/testbed/nodeshims``.
 """
 
-from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record
-from hpctui.probes.script import ProbeOptions, build_probe_script, remote_command
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record
+    from hpctui.probes.script import ProbeOptions, build_probe_script, remote_command
+
+# Imported on first use (PEP 562): the config loader needs only ProbeOptions, and the
+# parsers cost ~50 ms of start-up that the first frame should not wait for.
+_WHERE = {
+    "ProbeReading": "record", "ProbeState": "record", "RecordSplitter": "record", "parse_record": "record",
+    "ProbeOptions": "script", "build_probe_script": "script", "remote_command": "script",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"hpctui.probes.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'hpctui.probes' has no attribute {name!r}")
+
 
 __all__ = [
     "ProbeOptions",

@@ -21,6 +21,7 @@ from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
+from hpctui.sources.slurm.parse.jobs_stream import JobReuse, JobsStream
 from hpctui.sources.slurm.parse.partitions import parse_scontrol_partitions
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
@@ -47,6 +48,7 @@ class CliBackend:
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
         self.json_ok: dict[str, bool] = {}  # "sinfo"/"squeue" -> --json works (probed once)
+        self.job_reuse = JobReuse()  # the last squeue document's jobs, reused while unchanged
 
     @property
     def calls(self) -> list[str]:
@@ -112,6 +114,10 @@ class CliBackend:
             else:
                 dropped.report(warnings)
                 return out
+        return await self._parse_text(res, warnings, from_text, what)
+
+    async def _parse_text(self, res: RunResult, warnings: list[str], from_text: Callable[[str, Dropped], T],
+                          what: str) -> T:
         dropped = Dropped(what.removesuffix("s"))
         try:
             out = await parse_off_loop(from_text, decode_output(res.stdout), dropped)
@@ -129,10 +135,44 @@ class CliBackend:
             lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped), "nodes")
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
-        return await self._read_json_or_text(
-            "squeue", ["squeue", "-h", "-o", parse.SQUEUE_FORMAT], warnings,
-            lambda data, dropped: parse.parse_jobs_json(data, on_invalid=dropped),
-            lambda data, dropped: parse.parse_squeue_text(data, on_invalid=dropped), "jobs")
+        if self.json_ok.get("squeue", True):
+            jobs = await self._stream_jobs(warnings)
+            if jobs is not None:
+                return jobs
+        res = await self._run(["squeue", "-h", "-o", parse.SQUEUE_FORMAT])
+        self._check(res)
+        return await self._parse_text(
+            res, warnings, lambda data, dropped: parse.parse_squeue_text(data, on_invalid=dropped), "jobs")
+
+    async def _stream_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...] | None:
+        """``squeue --json`` read as it arrives (see parse.jobs_stream): bounded memory, no long
+        parse on the event loop, unchanged jobs reused. None: use the text form instead (no
+        --json here, or an unreadable document; the reason is in ``warnings``)."""
+        dropped = Dropped("job")
+        stream = JobsStream(self.job_reuse, on_invalid=dropped)
+        try:
+            res = await self.runner.stream(["squeue", "--json"], stream.feed)
+        except parse.SlurmParseError as exc:
+            warnings.append(f"squeue --json unreadable ({exc}); used squeue text")
+            return None
+        except CommandTimeout as exc:
+            raise SourceError(f"slurmctld unreachable: {exc}") from exc
+        except CommandError as exc:
+            raise SourceError(str(exc)) from exc
+        if not res.ok:
+            if "unrecognized option" in res.message or "invalid option" in res.message:
+                self.json_ok["squeue"] = False
+                warnings.append("squeue has no --json here: using squeue text output")
+                return None
+            self._check(res)
+        self.json_ok["squeue"] = True
+        try:
+            jobs = await asyncio.to_thread(stream.finish)
+        except parse.SlurmParseError as exc:
+            warnings.append(f"squeue --json unreadable ({exc}); used squeue text")
+            return None
+        dropped.report(warnings)
+        return jobs
 
     async def read_controller(self, warnings: list[str]) -> ControllerHealth:
         """Controller health is optional: a failing sdiag (e.g. PrivateData=usage for a

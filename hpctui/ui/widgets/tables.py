@@ -111,6 +111,8 @@ class MountRow:
 
 
 def _worst(findings: Sequence[Finding]) -> tuple[Severity, str]:
+    if not findings:  # the common case, 131k times per poll at 16k nodes: no generator, no join
+        return Severity.OK, ""
     return max((f.severity for f in findings), default=Severity.OK), "; ".join(f.message for f in findings)
 
 

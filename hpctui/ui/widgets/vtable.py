@@ -200,6 +200,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._width = gutter + sum(c.width + 1 for c in self.columns)
         # Set by the pane around the table: opens its filter input and returns it. Keys that
         # were already queued for this table behind ``/`` are fed to that input (see on_key).
+        self._scrolled_for: Size | None = None  # our virtual size at the last scrollbar update
         self.filter_opener: Callable[[], Widget | None] | None = None
         self._key_sink: Widget | None = None
 
@@ -330,6 +331,20 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._palette = Palette.from_app(self.app)
         self._styles = {None: Style()}
         self._base_style = self.rich_style  # segments carry no background of their own
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """Skip Textual's scrollbar refresh when nothing of ours changed.
+
+        ScrollView compares the compositor's virtual size (the content region) with the one we
+        set (columns × rows), which always differ: every layout pass anywhere on the screen (a
+        hidden event list growing by one row) repainted every table's scrollbars, ~1.5 KB a
+        tick each on an idle dashboard. Only a new size, container or row count matters here.
+        """
+        ours = self.virtual_size
+        if size == self._size and container_size == self.container_size and ours == self._scrolled_for:
+            return False
+        self._scrolled_for = ours
+        return super()._size_updated(size, virtual_size, container_size, layout)
 
     def on_resize(self) -> None:
         self._base_style = self.rich_style

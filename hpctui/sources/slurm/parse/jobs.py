@@ -230,100 +230,115 @@ def _num(value: int | Num | None) -> int | None:
 def _convert(
     jobs: Iterable[_Job], include_finished: bool, on_invalid: OnInvalid | None
 ) -> list[SlurmJob]:
-    """The loop body of :func:`to_job`, inlined, with per-parse caches by value.
+    """The loop body of :func:`to_job`, inlined, with per-parse caches by value."""
+    out: list[SlurmJob] = []
+    Converter(include_finished, on_invalid).run(jobs, out)
+    return out
+
+
+class Converter:
+    """``_Job`` → ``SlurmJob`` with caches that live for one parse (one document, which a
+    streaming reader hands over in pieces: the caches must outlive each piece).
 
     Must give exactly what ``to_job`` gives; it only avoids per-job work: strings,
     states, exit codes and gres pairings are computed once per distinct value, the
     ``$.jobs[i]`` location is only formatted for an error, finished jobs are dropped
     before anything else is converted.
     """
-    texts = _TextCache()
-    states: dict[str | tuple[str, ...], str] = {}
-    exits: dict[int, tuple[int | None, int | None]] = {}
-    allocs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
-    live = LIVE_JOB_STATES
-    out: list[SlurmJob] = []
-    append = out.append
-    for i, j in enumerate(jobs):
-        raw_state = j.job_state
-        key = raw_state if type(raw_state) is str else tuple(raw_state)
-        state = states.get(key)
-        if state is None:
-            state = states[key] = job_display_state(raw_state)
-        if not include_finished and state not in live:
-            continue
-        nodes = texts[j.nodes]
-        alloc: dict[str, str] = {}
-        if nodes is not None:
-            try:
-                expand_cached(nodes)
-            except HostlistError as exc:
-                msg = f"{exc} at $.jobs[{i}].nodes"
-                if on_invalid is None:
-                    raise SlurmParseError(f"slurm jobs JSON: {msg}") from exc
-                on_invalid(msg)
+
+    def __init__(self, include_finished: bool, on_invalid: OnInvalid | None) -> None:
+        self.include_finished = include_finished
+        self.on_invalid = on_invalid
+        self.texts = _TextCache()
+        self.states: dict[str | tuple[str, ...], str] = {}
+        self.exits: dict[int, tuple[int | None, int | None]] = {}
+        self.allocs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+
+    def run(self, jobs: Iterable[_Job], out: list[SlurmJob], first: int = 0) -> None:
+        """Append the converted live jobs of ``jobs`` (document positions from ``first``) to ``out``."""
+        texts, states, exits, allocs = self.texts, self.states, self.exits, self.allocs
+        include_finished, on_invalid = self.include_finished, self.on_invalid
+        live = LIVE_JOB_STATES
+        append = out.append
+        for i, j in enumerate(jobs, first):
+            raw_state = j.job_state
+            key = raw_state if type(raw_state) is str else tuple(raw_state)
+            state = states.get(key)
+            if state is None:
+                state = states[key] = job_display_state(raw_state)
+            if not include_finished and state not in live:
                 continue
-            detail = j.gres_detail
-            if detail:
-                akey = (nodes, tuple(detail))
-                cached = allocs.get(akey)
-                if cached is None:
-                    cached = allocs[akey] = pair_gres_detail(nodes, detail, f"$.jobs[{i}]")
-                if cached:
-                    alloc = dict(cached)
-        exit_code = j.exit_code
-        if type(exit_code) is int:
-            pair = exits.get(exit_code)
-            if pair is None:
-                pair = exits[exit_code] = decode_exit_obj(exit_code)
-        else:
-            pair = decode_exit_obj(exit_code)
-        array_job = _num(j.array_job_id) or None  # 0 = not an array job (22.05)
-        if array_job is None:
-            task = task_str = None
-        else:
-            task = _num(j.array_task_id)
-            task_str = texts[j.array_task_string]
-        node_count = _num(j.node_count)
-        submit = _num(j.submit_time)
-        start = _num(j.start_time)
-        end = _num(j.end_time)
-        limit = _num(j.time_limit)
-        # Two calls, not one: a call site with more than 15 keyword arguments compiles
-        # to CALL_FUNCTION_EX (a kwargs dict), which costs more than both of these.
-        job = SlurmJob(
-            job_id=j.job_id,
-            array_job_id=array_job,
-            array_task_id=task,
-            array_task_str=task_str,
-            name=texts[j.name],
-            user=texts[j.user_name],
-            account=texts[j.account],
-            partition=texts[j.partition],
-            qos=texts[j.qos],
-            state=state,
-            reason=texts[j.state_description] or texts[j.state_reason],
-            nodes=nodes,
-            num_nodes=node_count,
-            gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
-            gpus_alloc=alloc,
-        )
-        append(
-            _replace(
-                job,
-                submit_time=float(submit) if submit else None,
-                start_time=float(start) if start else None,
-                end_time=float(end) if end else None,
-                time_limit_min=limit or None,
-                exit_code=pair[0],
-                exit_signal=pair[1],
-                restart_count=_num(j.restart_cnt),
-                batch=j.batch_flag,
-                requeueable=j.requeue,
-                priority=_num(j.priority),
+            nodes = texts[j.nodes]
+            alloc: dict[str, str] = {}
+            if nodes is not None:
+                try:
+                    expand_cached(nodes)
+                except HostlistError as exc:
+                    msg = f"{exc} at $.jobs[{i}].nodes"
+                    if on_invalid is None:
+                        raise SlurmParseError(f"slurm jobs JSON: {msg}") from exc
+                    on_invalid(msg)
+                    continue
+                detail = j.gres_detail
+                if detail:
+                    akey = (nodes, tuple(detail))
+                    cached = allocs.get(akey)
+                    if cached is None:
+                        cached = allocs[akey] = pair_gres_detail(nodes, detail, f"$.jobs[{i}]")
+                    if cached:
+                        alloc = dict(cached)
+            exit_code = j.exit_code
+            if type(exit_code) is int:
+                pair = exits.get(exit_code)
+                if pair is None:
+                    pair = exits[exit_code] = decode_exit_obj(exit_code)
+            else:
+                pair = decode_exit_obj(exit_code)
+            array_job = _num(j.array_job_id) or None  # 0 = not an array job (22.05)
+            if array_job is None:
+                task = task_str = None
+            else:
+                task = _num(j.array_task_id)
+                task_str = texts[j.array_task_string]
+            node_count = _num(j.node_count)
+            submit = _num(j.submit_time)
+            start = _num(j.start_time)
+            end = _num(j.end_time)
+            limit = _num(j.time_limit)
+            # Two calls, not one: a call site with more than 15 keyword arguments compiles
+            # to CALL_FUNCTION_EX (a kwargs dict), which costs more than both of these.
+            job = SlurmJob(
+                job_id=j.job_id,
+                array_job_id=array_job,
+                array_task_id=task,
+                array_task_str=task_str,
+                name=texts[j.name],
+                user=texts[j.user_name],
+                account=texts[j.account],
+                partition=texts[j.partition],
+                qos=texts[j.qos],
+                state=state,
+                reason=texts[j.state_description] or texts[j.state_reason],
+                nodes=nodes,
+                num_nodes=node_count,
+                gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
+                gpus_alloc=alloc,
             )
-        )
-    return out
+            append(
+                _replace(
+                    job,
+                    submit_time=float(submit) if submit else None,
+                    start_time=float(start) if start else None,
+                    end_time=float(end) if end else None,
+                    time_limit_min=limit or None,
+                    exit_code=pair[0],
+                    exit_signal=pair[1],
+                    restart_count=_num(j.restart_cnt),
+                    batch=j.batch_flag,
+                    requeueable=j.requeue,
+                    priority=_num(j.priority),
+                )
+            )
 
 
 def _decode_error(data: bytes | str, exc: Exception) -> SlurmParseError:
