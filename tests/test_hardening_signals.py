@@ -69,7 +69,9 @@ def _lab(tmp_path: Path, *, hang: str = "") -> Path:
             _tool(bin_dir, name, f'echo $$ > "{tmp_path}/{name}.pid"\nsleep 600\necho never')
         else:
             _tool(bin_dir, name, f'cat "{fixture}"')
-    _tool(bin_dir, "scontrol", f'echo $$ > "{tmp_path}/scontrol.pid"\nsleep 600')
+    # scontrol answers the refresh's partition query; an action (scontrol update …) hangs
+    _tool(bin_dir, "scontrol", f'case "$*" in *"show partition"*) cat "{FIX / "cli_scontrol_show_partition_oneliner.txt"}"; '
+                               f'exit 0;; esac\necho $$ > "{tmp_path}/scontrol.pid"\nsleep 600')
     cfg = tmp_path / "lab.toml"
     cfg.write_text(textwrap.dedent(f"""
         audit_log = "{tmp_path / 'audit.jsonl'}"
