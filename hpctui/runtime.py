@@ -117,6 +117,9 @@ class Runtime:
         if self._actions:  # let running actions finish (and be audited) before we go
             await asyncio.wait(set(self._actions), timeout=ACTION_GRACE_S)
         await self.poller.stop()
+        from hpctui.sources.slurm.runner import reap_killed
+
+        await reap_killed()  # children killed while they were being spawned: reaped before the loop closes
 
     async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
         """Fair-share/QoS of the first source that can tell (a Slurm source); None if none can."""

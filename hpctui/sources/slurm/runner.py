@@ -41,6 +41,19 @@ def kill_children() -> int:
 
 atexit.register(kill_children)
 
+# Children whose spawn finished after their caller was cancelled: killed at once by
+# _kill_spawned, but nobody awaited them. ``reap_killed`` does, before the event loop closes
+# (else asyncio's child watcher reports "Loop … that handles pid N is closed" on exit).
+_KILLED_UNREAPED: set[asyncio.subprocess.Process] = set()
+
+
+async def reap_killed(limit_s: float = 2.0) -> None:
+    """Wait (bounded) for every killed-during-spawn child to be reaped."""
+    procs = list(_KILLED_UNREAPED)
+    _KILLED_UNREAPED.clear()
+    for proc in procs:
+        await _reap(proc, limit_s)
+
 # After SIGKILL, how long to wait for the child to go. A process stuck in the kernel (D state,
 # e.g. on a hung NFS mount) ignores SIGKILL until the kernel lets go: never wait for it forever.
 KILL_WAIT_S = 5.0
@@ -183,6 +196,7 @@ def _kill_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
     if spawn.cancelled() or spawn.exception() is not None:
         return
     _kill_group(spawn.result())
+    _KILLED_UNREAPED.add(spawn.result())
 
 
 async def _reap(proc: asyncio.subprocess.Process, limit_s: float) -> bool:
