@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
     from hpctui.runtime import Runtime
     from hpctui.sources.ssh.settings import SshSettings
+    from hpctui.sources.ssh.targets import Target
 
 Scope = Literal["nodes", "jobs", "pods"]
 RunMode = Literal["local", "ssh"]
@@ -441,6 +442,12 @@ class SshRunner:
         self.settings = settings
         self.resolver = Resolver(settings)
         self.pool = SshPool(settings, self.resolver)
+        self.targets: dict[str, Target] = {}
+
+    async def resolve(self, hosts: Sequence[str]) -> None:
+        """Every node's endpoint through ssh_config, in one thread, one after another (the resolver
+        writes one scratch file per config: parallel calls would read each other's)."""
+        self.targets = await asyncio.to_thread(lambda: {h: self.resolver.resolve(h) for h in hosts})
 
     async def run(self, inv: Invocation, timeout_s: float, limit: int) -> NodeOutput:
         import asyncssh
@@ -449,7 +456,9 @@ class SshRunner:
 
         assert inv.host is not None
         started = time.monotonic()
-        target = await asyncio.to_thread(self.resolver.resolve, inv.host)
+        target = self.targets.get(inv.host)
+        if target is None:  # not resolved up front (resolve() shares scratch files: one thread at a time)
+            target = await asyncio.to_thread(self.resolver.resolve, inv.host)
         if target.error:
             return NodeOutput(label=inv.label, error=clean_text(target.error))
         try:
@@ -604,6 +613,8 @@ class CustomRun:
             self._notify()
 
         try:
+            if ssh is not None:
+                await ssh.resolve([i.host for i in self.plan.invocations if i.host])
             await asyncio.gather(*(one(inv) for inv in self.plan.invocations))
         finally:
             if ssh is not None:

@@ -19,6 +19,7 @@ from hpctui.sanitize import clean_text
 
 MAX_OUTPUT_BYTES = 1 << 20  # per node: a runaway command cannot fill the memory
 RULE = "-" * 16
+NO_OUTPUT = "(no output)"
 
 
 class NodeOutput(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,8 +121,7 @@ def render(outputs: Sequence[NodeOutput], *, pending: Sequence[str] = (), limit:
         text = f.text
         if limit is not None and len(text) > limit:
             text = text[:limit] + f"\n… {len(f.text) - limit:,} more characters"
-        if text:
-            lines.append(text)
+        lines.append(text or NO_OUTPUT)
     for rc, labels in exit_codes(outputs):
         lines.append(f"exit code {rc}: {label_set(labels)} ({len(labels)})")
     for err, labels in failures(outputs):

@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
-from hpctui.actions.fold import RULE, exit_codes, failures, fold, label_set, summary
+from hpctui.actions.fold import NO_OUTPUT, RULE, exit_codes, failures, fold, label_set, summary
 from hpctui.sanitize import clean_text
 from hpctui.ui.keys import custom_key_specs
 
@@ -169,6 +169,8 @@ def result_text(run: CustomRun) -> Text:
         out.append(f"{RULE}\n", style="dim")
         if f.text:
             out.append(f.text + "\n")
+        else:
+            out.append(NO_OUTPUT + "\n", style="dim italic")
     codes = exit_codes(outputs)
     fails = failures(outputs)
     if codes or fails:
