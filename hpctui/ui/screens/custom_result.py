@@ -21,7 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
-from hpctui.actions.fold import NO_OUTPUT, RULE, exit_codes, failures, fold, label_set, summary
+from hpctui.actions.fold import NO_OUTPUT, exit_codes, failures, fold, label_set, summary
 from hpctui.sanitize import clean_text
 from hpctui.ui.keys import custom_key_specs
 
@@ -163,10 +163,7 @@ def result_text(run: CustomRun) -> Text:
         out.append(f"Not run: {clean_text(run.refused)}\n", style="bold reverse")
         return out
     for f in fold(outputs):
-        out.append(f"{RULE} ", style="dim")
-        out.append(label_set(f.labels), style="bold")
-        out.append(f" ({len(f.labels)}) ", style="bold")
-        out.append(f"{RULE}\n", style="dim")
+        out.append(f.header + "\n", style="bold")
         if f.text:
             out.append(f.text + "\n")
         else:
