@@ -212,6 +212,8 @@ def test_node_targets_are_hostlists_and_nodes_csv_is_comma_separated() -> None:
     assert inv.argv == ("ansible-playbook", "site.yml", "--limit", "gpu01,gpu02,gpu03,gpu07", "-e", "set=gpu[01-03,07]")
     per_node = plan_custom(action(command="echo {node}"), ["gpu[01-02]"], None)
     assert [i.argv for i in per_node.invocations] == [("echo", "gpu01"), ("echo", "gpu02")]
+    one = plan_custom(action(command="ibdiagnet -o /tmp/ibdiag-{node}", run="ssh", max_targets=1), ["gpu[01-02]"], None)
+    assert one.errors == ("t runs on at most 1 target(s); 2 selected",)
     bad = plan_custom(a, ["gpu[01-"], None)
     assert not bad.runnable and "bad hostlist" in bad.errors[0]
 

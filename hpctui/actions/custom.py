@@ -74,6 +74,7 @@ class CustomActionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=T
     read_only_ok: bool = False  # may run in read-only mode (a harmless diagnostic)
     timeout_s: float = 60.0  # per run (per node over SSH), after the connection is up
     max_parallel: int = 32  # runs in flight at once
+    max_targets: int | None = None  # refuse bigger selections (1: "on one node", e.g. ibdiagnet)
     ssh_source: str | None = None  # which ssh source's connection settings (default: the first)
 
     @property
@@ -135,6 +136,8 @@ def check_action(action: CustomActionSettings) -> None:
         raise ValueError("timeout_s must be within 0..86400")
     if action.max_parallel < 1:
         raise ValueError("max_parallel must be >= 1")
+    if action.max_targets is not None and action.max_targets < 1:
+        raise ValueError("max_targets must be >= 1")
     if action.key is not None and not action.key.strip():
         raise ValueError("key: empty")
 
@@ -331,7 +334,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
             if "node" in used and not pod.node and per_target:
                 errors.append(f"pod {key} is not scheduled on a node ({{node}} is empty)")
     all_nodes = sorted({n for t in clean for n in node_of[t]}, key=natural_key)
-    if action.scope == "nodes" and snapshot is not None:
+    if action.scope == "nodes" and snapshot is not None and snapshot.nodes:
         unknown = [n for n in all_nodes if n not in snapshot.nodes]
         if unknown:
             warnings.append(f"not known to any source: {label_set(unknown)}")
@@ -340,6 +343,8 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
         errors.append("{nodes}: the selection has no nodes")
     if not clean and not errors:
         errors.append("no targets selected")
+    if action.max_targets is not None and len(clean) > action.max_targets:
+        errors.append(f"{action.name} runs on at most {action.max_targets} target(s); {len(clean)} selected")
     invocations: list[Invocation] = []
     if not errors:
         if action.run == "ssh":
@@ -481,8 +486,11 @@ class SshRunner:
                 out, rc, killed = await asyncio.wait_for(go(), timeout=timeout_s)
             except TimeoutError:
                 if proc is not None:
+                    # OpenSSH kills the remote process group on this request, except for root logins
+                    # (no privilege-separated session: "session signalling requires privilege
+                    # separation"); then the command lives on until it writes to the closed channel.
                     try:
-                        proc.send_signal("KILL")  # OpenSSH ≥ 7.9 forwards it; the channel closes anyway
+                        proc.send_signal("KILL")
                     except Exception:
                         pass
                 return NodeOutput(label=inv.label, error=f"timed out after {timeout_s:g} s",
@@ -696,7 +704,8 @@ async def run_custom_act(runtime: Runtime, targets: Sequence[str], params: Mappi
         warn(f"hpctui act custom: {'unknown custom action ' + repr(clean_text(name)) if name else 'pass --param name=NAME'}"
              f" (custom actions: {known})\n")
         return 2
-    await runtime.collect_once()
+    if action.scope != "nodes":  # jobs and pods are looked up; nodes are named (no SSH probe round first)
+        await runtime.collect_once()
     expr = " ".join(targets)
     run = new_run(runtime, action.name, split_targets(action.scope, expr))
     plan = run.plan

@@ -87,3 +87,35 @@ async def test_placeholders_and_literals_arrive_as_one_argument_over_ssh(ssh_bed
     for out in run.result.outputs:
         assert json.loads(out.output) == ["node[0001-0002]", f"{out.label}x", *HOSTILE]
     assert not Path("/tmp/hpctui-ssh-pwned").exists()  # noqa: ASYNC240
+
+
+def test_act_custom_over_ssh_end_to_end(ssh_bed: SshBed, tmp_path: Path) -> None:
+    """The installed command with an ``ssh`` source in the config: its connection settings are used."""
+    import shutil
+    import subprocess
+
+    script = _prepare(ssh_bed)
+    config = tmp_path / "config.toml"
+    config.write_text(f"""audit_log = "{tmp_path / 'audit.jsonl'}"
+[[clusters.bed.sources]]
+kind = "ssh"
+nodes = "node[0001-0008]"
+from_snapshot = false
+connect_timeout_s = 2
+ssh_config = ["{ssh_bed.ssh_config}"]
+known_hosts = ["{ssh_bed.known_hosts}"]
+[[custom_actions]]
+name = "rack"
+run = "ssh"
+command = ["sh", "{script}"]
+read_only_ok = true
+""")
+    exe = shutil.which("hpctui", path=str(Path(sys.executable).parent)) or "hpctui"
+    proc = subprocess.run([exe, "act", "custom", "--config", str(config), "--param", "name=rack", "--targets",
+                           "node[0001-0008]", "--yes", "--read-only"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, proc.stderr  # node0003 and node0007 do not answer
+    assert "---------------- node[0001-0002,0004] (3) ----------------\nrack A\n" in proc.stdout
+    assert "---------------- node[0005-0006,0008] (3) ----------------\nrack B\n" in proc.stdout
+    assert "FAILED node0003 (1): connection refused" in proc.stdout
+    assert "FAILED node0007 (1): connect timed out after 2 s" in proc.stdout
