@@ -109,8 +109,9 @@ def test_read_only_refuses_unless_read_only_ok(config: Path) -> None:
 def test_unknown_name_is_a_usage_error(config: Path) -> None:
     proc = act(config, "--param", "name=nope", "--targets", "gpu0001", "--yes")
     assert proc.returncode == 2
-    assert proc.stderr == ("hpctui act custom: unknown custom action 'nope' (custom actions: parity, fails, limit, "
-                           "diag)\n")
+    assert proc.stderr.startswith("hpctui act custom: unknown custom action 'nope' (custom actions: parity, fails, "
+                                  "limit, diag)\n")
+    assert audit(config)[-1]["refused"]  # refused by the executor, and audited like any refusal
 
 
 def test_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:

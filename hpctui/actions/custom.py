@@ -656,6 +656,17 @@ def new_run(runtime: Runtime, name: str, targets: Sequence[str], confirmation: s
 # -- ``hpctui act custom --param name=NAME --targets EXPR`` ------------------------------------------
 
 
+def known_or_hint(runtime: Runtime, params: Mapping[str, str]) -> str | None:
+    """None when ``--param name=NAME`` names a configured custom action, else the line to print."""
+    actions = load_custom_actions(runtime)
+    name = params.get("name", "").strip()
+    if find_action(actions, name) is not None:
+        return None
+    known = ", ".join(a.name for a in actions) or "none configured"
+    what = f"unknown custom action {clean_text(name)!r}" if name else "pass --param name=NAME"
+    return f"hpctui act custom: {what} (custom actions: {known})\n"
+
+
 def render_plan_text(plan: CustomPlan) -> str:
     a = plan.action
     c = clean_text
@@ -696,13 +707,10 @@ async def run_custom_act(runtime: Runtime, targets: Sequence[str], params: Mappi
 
     write = out or sys.stdout.write
     warn = err or sys.stderr.write
-    actions = load_custom_actions(runtime)
-    name = params.get("name", "").strip()
-    action = find_action(actions, name)
-    if action is None:
-        known = ", ".join(a.name for a in actions) or "none configured"
-        warn(f"hpctui act custom: {'unknown custom action ' + repr(clean_text(name)) if name else 'pass --param name=NAME'}"
-             f" (custom actions: {known})\n")
+    hint = known_or_hint(runtime, params)
+    action = find_action(load_custom_actions(runtime), params.get("name", "").strip())
+    if hint is not None or action is None:
+        warn(hint or "hpctui act custom: no such action\n")
         return 2
     if action.scope != "nodes":  # jobs and pods are looked up; nodes are named (no SSH probe round first)
         await runtime.collect_once()
