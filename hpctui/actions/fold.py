@@ -67,13 +67,13 @@ def natural_key(label: str) -> tuple[object, ...]:
 
 def label_set(labels: Iterable[str]) -> str:
     """Node names as a hostlist (``gpu[0001-0004,0007]``); other labels (job ids, pods) comma-joined."""
-    names = sorted(set(labels), key=natural_key)
+    names = set(labels)
     if names and all(is_valid_hostname(n) for n in names):
         try:
-            return collect(names)
+            return collect(names)  # sorts itself (numerically within a prefix)
         except Exception:  # python-hostlist refuses odd names: a plain list then
             pass
-    return ",".join(names)
+    return ",".join(sorted(names, key=natural_key))
 
 
 def header(labels: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ confirmation, audit); the result view only watches it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -200,6 +201,8 @@ class CustomResultScreen(Screen[None]):
         self.runtime = runtime
         self.run = run
         self._dirty = True
+        self._drawn_at = 0.0
+        self._draw_s = 0.0
         run.on_update = self._updated
 
     def compose(self) -> ComposeResult:
@@ -219,10 +222,17 @@ class CustomResultScreen(Screen[None]):
         self._dirty = True
 
     def _draw_if_dirty(self) -> None:
-        if self._dirty:
+        # folding thousands of nodes takes a while (python-hostlist): redraw at most every 4× that
+        if self._dirty and time.monotonic() - self._drawn_at >= 4 * self._draw_s:
             self._draw()
 
     def _draw(self) -> None:
+        started = time.monotonic()
+        self._draw_body()
+        self._drawn_at = time.monotonic()
+        self._draw_s = self._drawn_at - started
+
+    def _draw_body(self) -> None:
         self._dirty = False
         run = self.run
         a = run.plan.action
