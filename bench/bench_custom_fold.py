@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpctui.actions.fold import NodeOutput, render  # noqa: E402
+from hpctui.actions.fold import NodeOutput, render
 
 
 def main() -> None:

@@ -102,3 +102,24 @@ async def test_a_taken_key_is_not_bound(make_runtime: Callable[..., Runtime]) ->
     rt.custom_actions = (parity(key="d"),)
     app = HpcApp(rt, autostart=False)
     assert app.custom_key_error is not None and "'d' is taken" in app.custom_key_error
+
+
+async def test_big_runs_fold_in_a_thread(make_runtime: Callable[..., Runtime], monkeypatch: object) -> None:
+    import hpctui.ui.screens.custom_result as view
+
+    monkeypatch.setattr(view, "THREAD_ABOVE", 0)  # type: ignore[attr-defined]
+    rt = make_runtime(size=8, seed=1)
+    rt.custom_actions = (parity(),)
+    app = HpcApp(rt, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        assert app.run_custom_action("parity", ["gpu0001", "gpu0002", "gpu0003"])
+        await pilot.pause()
+        await pilot.press("enter")
+        result = await _until_done(app, pilot)
+        for _ in range(100):
+            shown = str(result.query_one("#custom-output").render())
+            if "even" in shown and not result._drawing:
+                break
+            await pilot.pause(0.05)
+        assert "gpu[0001,0003] (2)" in shown and "gpu0002 (1)" in shown

@@ -8,7 +8,7 @@ confirmation, audit); the result view only watches it.
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
-from hpctui.actions.fold import NO_OUTPUT, exit_codes, failures, fold, label_set, summary
+from hpctui.actions.fold import NO_OUTPUT, NodeOutput, exit_codes, failures, fold, label_set, summary
 from hpctui.sanitize import clean_text
 from hpctui.ui.keys import custom_key_specs
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
 MAX_PREVIEW = 40  # argv lines shown in the preview (grouped by identical argv)
+THREAD_ABOVE = 512  # runs: fold in a worker thread above this many
 
 
 def bind_custom_keys(panes: dict[str, Widget], actions: Sequence[CustomActionSettings]) -> list[str]:
@@ -158,10 +159,14 @@ class CustomPreviewScreen(ModalScreen[bool]):
 
 def result_text(run: CustomRun) -> Text:
     """The folded output: one block per set of nodes that printed the same, failures apart."""
+    return folded_text(run.ordered(), run.pending, run.refused)
+
+
+def folded_text(outputs: Sequence[NodeOutput], pending: Sequence[str], refused: str | None) -> Text:
+    """:func:`result_text` of copied state (pure: it may run in a thread for thousands of nodes)."""
     out = Text()
-    outputs = run.ordered()
-    if run.refused:
-        out.append(f"Not run: {clean_text(run.refused)}\n", style="bold reverse")
+    if refused:
+        out.append(f"Not run: {clean_text(refused)}\n", style="bold reverse")
         return out
     for f in fold(outputs):
         out.append(f.header + "\n", style="bold")
@@ -180,7 +185,6 @@ def result_text(run: CustomRun) -> Text:
         out.append("FAILED ", style="bold reverse")
         out.append(f" {label_set(labels)} ({len(labels)}): ", style="bold")
         out.append(f"{err}\n")
-    pending = run.pending
     if pending:
         out.append(f"\nwaiting for {label_set(pending)} ({len(pending)})…\n", style="italic")
     return out
@@ -201,8 +205,8 @@ class CustomResultScreen(Screen[None]):
         self.runtime = runtime
         self.run = run
         self._dirty = True
-        self._drawn_at = 0.0
-        self._draw_s = 0.0
+        self._drawing = False
+        self._targets = label_set(run.plan.targets)
         run.on_update = self._updated
 
     def compose(self) -> ComposeResult:
@@ -222,18 +226,31 @@ class CustomResultScreen(Screen[None]):
         self._dirty = True
 
     def _draw_if_dirty(self) -> None:
-        # folding thousands of nodes takes a while (python-hostlist): redraw at most every 4× that
-        if self._dirty and time.monotonic() - self._drawn_at >= 4 * self._draw_s:
+        if self._dirty and not self._drawing:
             self._draw()
 
     def _draw(self) -> None:
-        started = time.monotonic()
-        self._draw_body()
-        self._drawn_at = time.monotonic()
-        self._draw_s = self._drawn_at - started
-
-    def _draw_body(self) -> None:
+        """Head now; the folds in a thread past THREAD_ABOVE outputs (python-hostlist needs ~50 ms
+        per thousand nodes), one draw at a time, the latest state each time."""
         self._dirty = False
+        run = self.run
+        self._draw_head()
+        outputs, pending, refused = run.ordered(), run.pending, run.refused
+        if len(outputs) + len(pending) <= THREAD_ABOVE:
+            self.query_one("#custom-output", Static).update(folded_text(outputs, pending, refused))
+            return
+        self._drawing = True
+        self.run_worker(self._draw_thread(outputs, pending, refused), exclusive=True, group="custom-draw")
+
+    async def _draw_thread(self, outputs: list[NodeOutput], pending: list[str], refused: str | None) -> None:
+        try:
+            text = await asyncio.to_thread(folded_text, outputs, pending, refused)
+            if self.is_attached:
+                self.query_one("#custom-output", Static).update(text)
+        finally:
+            self._drawing = False
+
+    def _draw_head(self) -> None:
         run = self.run
         a = run.plan.action
         n = len(run.plan.invocations)
@@ -244,9 +261,8 @@ class CustomResultScreen(Screen[None]):
         else:
             state = f"running… {len(run.outputs)}/{n} answered"
         where = "ssh" if a.run == "ssh" else "local"
-        head = f"{a.name} ({where}) on {label_set(run.plan.targets)} [{len(run.plan.targets)}] · {state} · esc: close"
+        head = f"{a.name} ({where}) on {self._targets} [{len(run.plan.targets)}] · {state} · esc: close"
         self.query_one("#custom-head", Static).update(clean_text(head))
-        self.query_one("#custom-output", Static).update(result_text(run))
 
     def action_close(self) -> None:
         self.run.on_update = None
