@@ -121,6 +121,14 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
                   out: Callable[[str], Any] = sys.stdout.write,
                   err: Callable[[str], Any] = sys.stderr.write) -> int:
     """Collect once, plan, show, confirm, execute, report. The caller stops the runtime."""
+    if kind is ActionKind.CUSTOM:  # [[custom_actions]]: folded output per node (hpctui.actions.custom)
+        from hpctui.actions.custom import known_or_hint, run_custom_act
+
+        hint = known_or_hint(runtime, params)
+        if hint is None:
+            return await run_custom_act(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+                                        interactive=interactive, prompt=prompt, out=out, err=err)
+        err(hint)  # no such action: the executor refuses it below (audited, read-only first), exit 2
     await runtime.collect_once()
     snapshot = runtime.store.snapshot()
     plan = runtime.executor.plan(kind, targets, params, snapshot)

@@ -224,6 +224,7 @@ def run_report(argv: Sequence[str]) -> int:
 def run_app(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     read_only = bool(args.read_only or args.wall) or None
+    from hpctui.ui.keys import CustomKeyError, custom_key_specs
     from hpctui.ui.themes import ThemeError, load_themes  # outside the try: a failed import is not a ThemeError
 
     try:
@@ -232,10 +233,11 @@ def run_app(argv: Sequence[str]) -> int:
         themes = load_themes(errors=theme_errors)
         if theme_errors:  # a broken theme file is a configuration error, not something to guess around
             raise ThemeError(theme_errors[0])
+        custom_key_specs(runtime.custom_actions)  # a custom action's key taken on its pane: a config error
     except ConfigError as exc:
         sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
-    except ThemeError as exc:
+    except (ThemeError, CustomKeyError) as exc:
         sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
     theme = args.theme or runtime.theme

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import platformdirs
 
+from hpctui.actions.custom import CustomActionSettings, check_actions
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
@@ -51,6 +52,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_log: str | None = None
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+    custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -163,6 +165,10 @@ def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
             if part not in PRECEDENCE_PARTS:
                 raise ConfigError(f"{origin}: clusters.{cname}.precedence.{part}: not a per-node part "
                                   f"(one of {', '.join(PRECEDENCE_PARTS)})")
+    try:
+        check_actions(config.custom_actions)
+    except ValueError as exc:
+        raise ConfigError(f"{origin}: {exc}") from None
     if config.default_cluster is not None and config.default_cluster not in config.clusters:
         raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
     return config

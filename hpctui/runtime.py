@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -27,6 +27,7 @@ from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
 
 if TYPE_CHECKING:
+    from hpctui.actions.custom import CustomActionSettings
     from hpctui.sources.slurm.accounting import AccountingInfo
 
 
@@ -61,11 +62,21 @@ class Runtime:
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
+        self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
         (or a second key press) cannot cancel it halfway, and ``stop()`` waits for it."""
         task = asyncio.create_task(self.executor.execute(plan, confirmation=confirmation), name=f"action:{plan.kind}")
+        self._actions.add(task)
+        task.add_done_callback(self._actions.discard)
+        task.add_done_callback(self._record_action)
+        return task
+
+    def track_action(self, coro: Coroutine[Any, Any, ActionResult]) -> asyncio.Task[ActionResult]:
+        """Run an action coroutine of its own (a custom action) as a task the runtime owns, like
+        :meth:`run_action`: ``stop()`` waits for it and its result lands in the Events view."""
+        task = asyncio.create_task(coro, name="action:custom")
         self._actions.add(task)
         task.add_done_callback(self._actions.discard)
         task.add_done_callback(self._record_action)
@@ -152,6 +163,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     from hpctui.report import secrets_of
 
     runtime.secrets = secrets_of(config)
+    runtime.custom_actions = tuple(config.custom_actions)
     return runtime
 
 

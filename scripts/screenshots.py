@@ -8,6 +8,7 @@ when the UI does. Run from the repo root: ``python scripts/screenshots.py``.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -52,6 +53,56 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
     return path
 
 
+# A diagnostic on 8 marked nodes, folded like `clush -b`: two driver versions, one node whose GPU fails
+# the check (exit code 1), one that hangs past the timeout (listed apart). A local stand-in `dcgmi`.
+FAKE_DCGMI = r"""#!/bin/sh
+case "$5" in
+  *0004) echo "Diagnostic: GPU 3 FAIL (Xid 79: GPU has fallen off the bus)"; exit 1;;
+  *0006) sleep 30;;
+  *000[1-3]) printf 'Driver Version: 550.54.15\nDeployment .......... Pass\nIntegration ......... Pass (8 GPUs)\n';;
+  *) printf 'Driver Version: 535.161.08\nDeployment .......... Pass\nIntegration ......... Pass (8 GPUs)\n';;
+esac
+"""
+
+
+async def shoot_custom(name: str = "custom-result", theme: str = "dark", size: tuple[int, int] = (120, 36)) -> Path:
+    """The custom-action result view: key on a heatmap selection → preview → enter → folded output."""
+    import msgspec
+
+    from hpctui.actions.custom import CustomActionSettings
+    from hpctui.ui.screens.custom_result import CustomResultScreen
+
+    action = msgspec.convert({"name": "dcgm-diag", "key": "ctrl+g", "description": "DCGM quick diagnostic",
+                              "command": "dcgmi diag -r 1 --host {node}", "timeout_s": 2}, CustomActionSettings)
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = Path(tmp) / "dcgmi"
+        fake.write_text(FAKE_DCGMI)
+        fake.chmod(0o755)
+        os.environ["PATH"] = f"{tmp}{os.pathsep}{os.environ.get('PATH', '')}"
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl", theme=theme)
+        runtime.custom_actions = (action,)
+        app = HpcApp(runtime, theme=theme, autostart=False)
+        async with app.run_test(size=size) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            for _ in range(8):
+                await pilot.press("space", "right")
+            await pilot.press("ctrl+g")
+            await pilot.pause()
+            path = Path(app.save_screenshot(f"{name}-preview.svg", str(OUT)))
+            await pilot.press("enter")
+            for _ in range(400):
+                screen = app.screen
+                if isinstance(screen, CustomResultScreen) and screen.run.result is not None:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause(0.5)
+            path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
+    return path
+
+
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     shots = [
@@ -64,6 +115,7 @@ async def main() -> None:
         await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
+        await shoot_custom(),
     ]
     shots += await views_shots()
     for path in shots:

@@ -30,6 +30,7 @@ class ActionKind(enum.StrEnum):
     RESERVE_MAINT = "reserve_maint"  # Slurm maintenance reservation on nodes (flags=maint,ignore_jobs)
     DELETE_RESERVATION = "delete_reservation"  # targets: reservation names
     PARTITION_STATE = "partition_state"  # targets: partition names; param state=UP|DOWN|DRAIN|INACTIVE
+    CUSTOM = "custom"  # a [[custom_actions]] command (hpctui.actions.custom); param name=NAME
 
 
 NODE_ACTIONS = frozenset({

@@ -8,8 +8,10 @@ pushes it down into the screen. Actions come back up as ActionRequested.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from functools import partial
 
+from rich.markup import escape
 from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -61,6 +63,7 @@ class HpcApp(App[None]):
         self._clock: Timer | None = None
         self._held_keys: list[events.Key] | None = None  # see hold_keys
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
+        self.custom_key_error = self._bind_custom_keys()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Our variables for themes that do not define them (Textual's built-in ones)."""
@@ -78,6 +81,8 @@ class HpcApp(App[None]):
             self.theme = "dark"
         for error in self.theme_errors:
             self.notify(error, title="Theme skipped", severity="warning")
+        if self.custom_key_error:
+            self.notify(self.custom_key_error, title="Custom action keys not bound", severity="error")
         self.push_screen(self.dashboard)
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
@@ -267,6 +272,60 @@ class HpcApp(App[None]):
 
         self.push_screen(JobDetailScreen(self.runtime, message.job))
 
+    # -- custom actions ([[custom_actions]]: hpctui.actions.custom) ----------------------------
+    def _bind_custom_keys(self) -> str | None:
+        """Bind each custom action's key on its scope's pane; the error if a key is taken."""
+        from hpctui.ui.keys import CustomKeyError
+        from hpctui.ui.screens.custom_result import bind_custom_keys
+
+        if self.wall or not self.runtime.custom_actions:
+            return None
+        panes: dict[str, Widget] = {"heatmap": self.dashboard.heatmap, "queue": self.dashboard.queue_pane.table,
+                                    "pods": self.dashboard.pods_pane.table}
+        try:
+            bind_custom_keys(panes, self.runtime.custom_actions)
+        except CustomKeyError as exc:
+            return str(exc)
+        return None
+
+    def custom_targets(self, scope: str) -> tuple[str, ...]:
+        """The selection a custom action of ``scope`` acts on: marked (or cursor) nodes, jobs, pods."""
+        if scope == "jobs":
+            return self.dashboard.queue_pane.table.targets()
+        if scope == "pods":
+            return self.dashboard.pods_pane.table.targets()
+        return self.dashboard.heatmap.targets()
+
+    def run_custom_action(self, name: str, targets: Sequence[str] | None = None) -> bool:
+        """Preview custom action ``name`` on ``targets`` (default: its pane's selection), then run
+        it into the result view. The entry point of its key, the palette and ``:custom NAME``."""
+        from hpctui.actions.custom import find_action, new_run, read_only_refusal
+        from hpctui.ui.screens.custom_result import CustomPreviewScreen, CustomResultScreen
+
+        action = find_action(self.runtime.custom_actions, name)
+        if action is None:
+            known = ", ".join(a.name for a in self.runtime.custom_actions) or "none configured"
+            self.notify(escape(f"no custom action {name!r} (custom actions: {known})"), severity="warning")
+            return False
+        if self.read_only and read_only_refusal(action):
+            self.notify(escape(f"{name}: {read_only_refusal(action)}"), severity="warning", timeout=3)
+            return False
+        chosen = tuple(targets) if targets is not None else self.custom_targets(action.scope)
+        if not chosen:
+            self.notify(f"{name}: nothing selected ({action.scope})", severity="warning")
+            return False
+        run = new_run(self.runtime, name, chosen)
+
+        def confirmed(go: bool | None) -> None:
+            if go:
+                self.push_screen(CustomResultScreen(self.runtime, run))
+
+        self.push_screen(CustomPreviewScreen(run), confirmed)
+        return True
+
+    def action_run_custom_action(self, name: str) -> None:
+        self.run_custom_action(name)
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Refresh now", "Poll every source now", self.action_refresh_now)
@@ -278,3 +337,6 @@ class HpcApp(App[None]):
         from hpctui.ui.screens.tableview import view_commands  # partitions, drained, audit (views)
 
         yield from view_commands(self)
+        for action in self.runtime.custom_actions:  # [[custom_actions]]: on the selection of their pane
+            yield SystemCommand(f"Custom: {action.name}", f"{action.title} ({action.scope}, run {action.run})",
+                                partial(self.run_custom_action, action.name))

@@ -6,11 +6,16 @@ Every binding has an ``id`` so users can remap keys through Textual's keymap.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
 from hpctui.actions.base import ActionKind
+
+if TYPE_CHECKING:
+    from hpctui.actions.custom import CustomActionSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +123,35 @@ def app_bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
 
 def display_key(spec: KeySpec) -> str:
     return spec.key_display or spec.key
+
+
+# -- custom actions ([[custom_actions]] in the config): keys bound at start, ids ``custom.<name>`` --------
+CUSTOM_SCOPE_PANES = {"nodes": "heatmap", "jobs": "queue", "pods": "pods"}  # action scope -> key scope
+# keys a pane's widget binds itself (cursor movement), beyond the registry
+_PANE_NAV_KEYS = frozenset({"up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab",
+                            "shift+tab", "enter", "escape", "space", "colon", "ctrl+p", "ctrl+q", "ctrl+c"})
+
+
+class CustomKeyError(ValueError):
+    """A custom action's key is taken on its pane (a config error)."""
+
+
+def custom_key_specs(actions: Sequence[CustomActionSettings]) -> tuple[KeySpec, ...]:
+    """One KeySpec per custom action with a key; CustomKeyError if the key is already taken on its
+    pane (its own keys, the table keys, the app-wide keys, cursor keys) or by another custom action."""
+    specs: list[KeySpec] = []
+    for action in actions:
+        if not action.key:
+            continue
+        pane = CUSTOM_SCOPE_PANES[action.scope]
+        scopes = {pane, "global"} | ({"table"} if pane in ("queue", "pods") else set())
+        taken = {k.key: k.id for k in ALL_KEYS if k.scope in scopes}
+        taken.update({s.key: s.id for s in specs if s.scope == pane})
+        key = action.key
+        if key in taken or key in _PANE_NAV_KEYS:
+            owner = taken.get(key, "cursor movement")
+            raise CustomKeyError(f"custom_actions ({action.name}): key {key!r} is taken on the "
+                                 f"{SCOPE_TITLES.get(pane, pane)} pane by {owner}")
+        specs.append(KeySpec(f"custom.{action.name}", key, f"app.run_custom_action('{action.name}')",
+                             action.description or action.name, pane, show=False))
+    return tuple(specs)
