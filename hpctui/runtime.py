@@ -10,7 +10,7 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -61,6 +61,7 @@ class Runtime:
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
+        self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
@@ -149,6 +150,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     from hpctui.report import secrets_of
 
     runtime.secrets = secrets_of(config)
+    runtime.mig_layouts = dict(config.mig_layouts)
     return runtime
 
 
