@@ -104,7 +104,7 @@ def mig_backends(runtime: Runtime) -> dict[str, ActionBackend]:
         elif s.kind == "ssh" and "ssh" not in out:
             from hpctui.actions.mig_ssh import MigSshBackend
 
-            out["ssh"] = MigSshBackend(s)
+            out["ssh"] = MigSshBackend(s)  # type: ignore[arg-type]
     return out
 
 
