@@ -223,10 +223,7 @@ def _lgip(n: int, h200: bool) -> str:
         out = []
         for ln in block:
             for a, b in {**names, **sizes}.items():
-                if a.strip() != a:
-                    ln = ln.replace(a, b.ljust(len(a)) if len(b) <= len(a) else b)
-                else:
-                    ln = ln.replace(a, b)
+                ln = ln.replace(a, b.ljust(len(a)))
             out.append(ln)
         block = out
     body = []
