@@ -52,6 +52,36 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
     return path
 
 
+async def shoot_mig() -> list[Path]:
+    """The MIG wizard on the demo's H100 MIG node: the preview before confirming, and the finished checklist."""
+    from hpctui.sources.demo import DemoSource
+    from hpctui.ui.screens.mig_wizard import MigWizardScreen
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        src = runtime.sources[0]
+        assert isinstance(src, DemoSource)
+        src.mig_delay_s = 0.0
+        node = next(n for n, v in src.sim.mig.items() if v[0] is not None)
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            app.push_screen(MigWizardScreen(runtime, [node]))
+            await pilot.pause()
+            await pilot.press("down", "enter", *"mig-")
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("mig-wizard-preview.svg", str(OUT))))
+            await pilot.press("1", "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("mig-wizard-done.svg", str(OUT))))
+    return out
+
+
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     shots = [
@@ -65,6 +95,7 @@ async def main() -> None:
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
     ]
+    shots += await shoot_mig()
     for path in shots:
         print(path.relative_to(ROOT))
 

@@ -600,7 +600,7 @@ async def run_mig(runtime: Runtime, targets: list[str], params: dict[str, str], 
         err(f"hpctui act: {exc}\n")
         return 2
     layout = params.get("layout", "").strip()
-    if not layout:
+    if not layout and not runtime.executor.read_only:  # read-only: refused (and audited) below
         err("hpctui act mig: needs --param layout=NAME (all-disabled, all-1g, all-balanced, all-7g or a "
             "mig_layouts name)\n")
         return 2

@@ -37,7 +37,7 @@ async def test_wizard_runs_end_to_end_from_the_heatmap(make_runtime: Callable[..
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, MigWizardScreen) and screen.nodes == [node]
-        layouts = screen.query_one("#layouts", OptionList)
+        layouts = screen.query_one("#mig-layouts", OptionList)
         names = [layouts.get_option_at_index(i).id for i in range(layouts.option_count)]
         assert names == ["all-disabled", "all-1g", "all-balanced", "all-7g"]
         layouts.highlighted = names.index("all-1g")
@@ -45,8 +45,8 @@ async def test_wizard_runs_end_to_end_from_the_heatmap(make_runtime: Callable[..
         await pilot.pause()
         wf = screen.workflow
         assert wf is not None and wf.step("layout").status is Status.OK
-        assert screen.query_one("#confirm", Input).has_focus
-        assert "nvidia-smi mig -i 0 -cgi 1g.10gb" in str(screen.query_one("#preview", Static).render())
+        assert screen.query_one("#mig-confirm", Input).has_focus
+        assert "nvidia-smi mig -i 0 -cgi 1g.10gb" in str(screen.query_one("#mig-preview", Static).render())
         await pilot.press("escape")  # nothing runs yet: escape closes
         await pilot.pause()
         assert not isinstance(app.screen, MigWizardScreen)
@@ -54,7 +54,7 @@ async def test_wizard_runs_end_to_end_from_the_heatmap(make_runtime: Callable[..
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, MigWizardScreen)
-        screen.query_one("#layouts", OptionList).highlighted = 1
+        screen.query_one("#mig-layouts", OptionList).highlighted = 1
         await pilot.press("enter")
         await pilot.pause()
         await pilot.press(*"mig-1", "enter")
@@ -62,10 +62,10 @@ async def test_wizard_runs_end_to_end_from_the_heatmap(make_runtime: Callable[..
         await pilot.pause()
         wf = screen.workflow
         assert wf is not None and wf.done and wf.ok
-        steps = str(screen.query_one("#steps", Static).render())
+        steps = str(screen.query_one("#mig-steps", Static).render())
         assert "[✓] Verify instances" in steps and "[!] Slurm gres.conf / slurmd" in steps
         assert f"NodeName={node} Name=gpu Type=1g.10gb Count=56" in steps
-        assert "done: all-1g" in str(screen.query_one("#status", Static).render())
+        assert "done: all-1g" in str(screen.query_one("#mig-status", Static).render())
     await runtime.collect_once()
     gpus = runtime.store.snapshot().gpus[node]
     assert all([m.profile for m in g.mig_instances] == ["1g.10gb"] * 7 for g in gpus)
@@ -83,10 +83,10 @@ async def test_wizard_refuses_in_read_only(make_runtime: Callable[..., Runtime])
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, MigWizardScreen)
-        assert "read-only" in str(screen.query_one("#status", Static).render())
+        assert "read-only" in str(screen.query_one("#mig-status", Static).render())
         await pilot.press("enter")
         await pilot.pause()
-        assert screen.query_one("#confirm", Input).disabled
+        assert screen.query_one("#mig-confirm", Input).disabled
         assert screen.workflow is not None and screen.workflow.step("layout").status is Status.FAILED
         heatmap = app.dashboard.query_one(NodeHeatmap)
         assert heatmap.check_action("mig_wizard", ()) is False

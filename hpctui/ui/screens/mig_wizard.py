@@ -52,15 +52,17 @@ def render_steps(steps: list[Step]) -> Text:
 class MigWizardScreen(Screen[None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel/close")]
     DEFAULT_CSS = """
-    MigWizardScreen > Vertical { padding: 0 1; }
-    MigWizardScreen #title { text-style: bold; width: 100%; }
-    MigWizardScreen #layouts { height: auto; max-height: 9; width: 100%; }
-    MigWizardScreen #gpus { width: 30; }
-    MigWizardScreen #row { height: auto; }
-    MigWizardScreen #row Label { padding: 1 1 0 0; }
-    MigWizardScreen #body { height: 1fr; }
-    MigWizardScreen #confirm { width: 40; }
-    MigWizardScreen #status { height: auto; }
+    MigWizardScreen > Vertical { padding: 0 1; height: 1fr; }
+    MigWizardScreen #mig-title { text-style: bold; width: 100%; }
+    MigWizardScreen #mig-layouts { height: auto; max-height: 9; width: 1fr; }
+    MigWizardScreen .mig-row { height: auto; }
+    MigWizardScreen .mig-row Label { padding: 1 1 0 0; }
+    MigWizardScreen #mig-gpus { width: 24; }
+    MigWizardScreen #mig-confirm { width: 40; }
+    MigWizardScreen #mig-body { height: 1fr; }
+    MigWizardScreen #mig-steps-box { width: 1fr; border: round $primary; border-title-align: left; }
+    MigWizardScreen #mig-preview-box { width: 1fr; border: round $secondary; border-title-align: left; }
+    MigWizardScreen #mig-status { height: auto; }
     """
 
     def __init__(self, runtime: Runtime, nodes: list[str] | None = None) -> None:
@@ -98,50 +100,53 @@ class MigWizardScreen(Screen[None]):
         where = collect(self.nodes) if self.nodes else "no nodes"
         with Vertical():
             yield Label(clean_text(f"MIG reconfiguration · {where} ({len(self.nodes)} node(s)) · "
-                                   f"{self._family() or 'GPU model unknown'}"), id="title")
-            yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="hint")
-            with Horizontal(id="row"):
-                yield OptionList(*self._options(), id="layouts")
-            with Horizontal(id="row2"):
+                                   f"{self._family() or 'GPU model unknown'}"), id="mig-title")
+            yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="mig-hint")
+            with Horizontal(classes="mig-row"):
+                yield OptionList(*self._options(), id="mig-layouts")
+            with Horizontal(classes="mig-row"):
                 yield Label("GPUs:")
-                yield Input(value="all", id="gpus")
-            with VerticalScroll(id="body"):
-                yield Static("", id="steps")
-                yield Static("", id="preview")
-            with Horizontal(id="row3"):
-                yield Input(placeholder="pick a layout first", id="confirm", disabled=True)
-                yield Button("Run", id="run", variant="error", disabled=True)
-            yield Static("", id="status")
+                yield Input(value="all", id="mig-gpus")
+                yield Label("  Confirm:")
+                yield Input(placeholder="pick a layout first", id="mig-confirm", disabled=True)
+                yield Button("Run", id="mig-run", variant="error", disabled=True)
+            yield Static("", id="mig-status")
+            with Horizontal(id="mig-body"):
+                with VerticalScroll(id="mig-steps-box") as steps:
+                    steps.border_title = "Steps"
+                    yield Static("", id="mig-steps")
+                with VerticalScroll(id="mig-preview-box") as preview:
+                    preview.border_title = "Will run"
+                    yield Static("", id="mig-preview")
 
     def on_mount(self) -> None:
         if self.runtime.executor.read_only:
             self._status("read-only mode: actions are disabled, the MIG wizard too", error=True)
         elif not self.nodes:
             self._status("no nodes: mark nodes on the heatmap (space), then press M", error=True)
-        self.query_one("#layouts", OptionList).focus()
+        self.query_one("#mig-layouts", OptionList).focus()
 
     def _status(self, text: str, error: bool = False) -> None:
-        self.query_one("#status", Static).update(Text(clean_text(text), style="bold red" if error else "bold"))
+        self.query_one("#mig-status", Static).update(Text(clean_text(text), style="bold red" if error else "bold"))
 
     # -- prepare -----------------------------------------------------------------------------------
-    @on(OptionList.OptionSelected, "#layouts")
+    @on(OptionList.OptionSelected, "#mig-layouts")
     def _picked(self, event: OptionList.OptionSelected) -> None:
         if self.running or (self.workflow is not None and self.workflow.done):
             return
         self.prepare(str(event.option.id))
 
     def prepare(self, layout: str) -> bool:
-        gpus = self.query_one("#gpus", Input).value.strip() or "all"
+        gpus = self.query_one("#mig-gpus", Input).value.strip() or "all"
         self.workflow = MigWorkflow(self.runtime, self.nodes, layout, gpus, on_change=self._changed,
                                     poll_s=1.0)
         ok = self.workflow.prepare()
         self._draw_steps()
-        confirm = self.query_one("#confirm", Input)
+        confirm = self.query_one("#mig-confirm", Input)
         confirm.value = ""
         confirm.disabled = not ok
         confirm.placeholder = f"type {self.workflow.confirm_word} to run" if ok else "cannot run (see above)"
-        self.query_one("#preview", Static).update(Text("\n".join(
-            ["Will run:", *self.workflow.preview()]) if ok else ""))
+        self.query_one("#mig-preview", Static).update(Text("\n".join(self.workflow.preview()) if ok else ""))
         if ok:
             self._status(f"2. check the steps and commands, then type {self.workflow.confirm_word} "
                          "and press enter (escape: back)")
@@ -152,28 +157,30 @@ class MigWizardScreen(Screen[None]):
 
     def _draw_steps(self) -> None:
         if self.workflow is not None:
-            self.query_one("#steps", Static).update(render_steps(self.workflow.steps))
+            self.query_one("#mig-steps", Static).update(render_steps(self.workflow.steps))
+            if self.running:  # follow the step that is running
+                self.query_one("#mig-steps-box", VerticalScroll).scroll_end(animate=False)
 
     def _changed(self, step: Step, line: str | None) -> None:
         if self.is_attached:
             self._draw_steps()
 
-    @on(Input.Changed, "#confirm")
+    @on(Input.Changed, "#mig-confirm")
     def _typed(self, event: Input.Changed) -> None:
         wf = self.workflow
-        self.query_one("#run", Button).disabled = wf is None or event.value.strip() != wf.confirm_word
+        self.query_one("#mig-run", Button).disabled = wf is None or event.value.strip() != wf.confirm_word
 
-    @on(Input.Submitted, "#confirm")
-    @on(Button.Pressed, "#run")
+    @on(Input.Submitted, "#mig-confirm")
+    @on(Button.Pressed, "#mig-run")
     def _go(self) -> None:
         wf = self.workflow
-        word = self.query_one("#confirm", Input).value.strip()
+        word = self.query_one("#mig-confirm", Input).value.strip()
         if wf is None or self.running or wf.done or word != wf.confirm_word:
             return
         self.running = True
-        self.query_one("#confirm", Input).disabled = True
-        self.query_one("#run", Button).disabled = True
-        self.query_one("#layouts", OptionList).disabled = True
+        self.query_one("#mig-confirm", Input).disabled = True
+        self.query_one("#mig-run", Button).disabled = True
+        self.query_one("#mig-layouts", OptionList).disabled = True
         self._status("running… escape cancels until the apply step starts")
         self._run(word)
 
