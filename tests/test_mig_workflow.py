@@ -219,3 +219,13 @@ def test_act_mig_subprocess(tmp_path: Path) -> None:
     assert refused[1].startswith(f"{node}: unknown layout 'bogus'") and refused[2] == "read-only mode"
     assert sum(1 for r in audit if r["action"] == "mig_reconfigure" and r["source"] == "demo"
                and r["phase"] == "outcome") == 2  # the two applies that ran
+
+
+def test_config_layouts_reach_the_runtime() -> None:
+    from hpctui.config import parse_config
+    from hpctui.runtime import runtime_from_config
+
+    config = parse_config({"clusters": {"lab": {"sources": [{"kind": "demo"}]}},
+                           "mig_layouts": {"two-3g": {"devices": {"3g.40gb": 2}}}})
+    rt = runtime_from_config(config, "lab")
+    assert rt.mig_layouts["two-3g"].devices == {"3g.40gb": 2}

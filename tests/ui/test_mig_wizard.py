@@ -90,3 +90,33 @@ async def test_wizard_refuses_in_read_only(make_runtime: Callable[..., Runtime])
         assert screen.workflow is not None and screen.workflow.step("layout").status is Status.FAILED
         heatmap = app.dashboard.query_one(NodeHeatmap)
         assert heatmap.check_action("mig_wizard", ()) is False
+
+
+async def test_mig_command_takes_the_marked_nodes_and_config_layouts(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.actions.mig_layouts import MigLayoutSpec
+
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+    runtime.mig_layouts = {"two-3g": MigLayoutSpec(devices={"3g.40gb": 2}),
+                           "h200-only": MigLayoutSpec(devices={"3g.71gb": 2})}
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        heatmap = app.dashboard.query_one(NodeHeatmap)
+        heatmap.marked = {heatmap.names.index(node)}
+        app.push_screen(MigWizardScreen(runtime))  # what `:mig` opens: no nodes given
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen) and screen.nodes == [node]
+        layouts = screen.query_one("#mig-layouts", OptionList)
+        names = [layouts.get_option_at_index(i).id for i in range(layouts.option_count)]
+        assert names == ["all-disabled", "all-1g", "all-balanced", "all-7g", "two-3g"]  # H100: not h200-only
+        layouts.highlighted = names.index("two-3g")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.workflow is not None and screen.workflow.ok
+    await runtime.collect_once()
+    assert all([m.profile for m in g.mig_instances] == ["3g.40gb", "3g.40gb"] for g in runtime.store.snapshot().gpus[node])

@@ -68,7 +68,8 @@ class MigWizardScreen(Screen[None]):
     def __init__(self, runtime: Runtime, nodes: list[str] | None = None) -> None:
         super().__init__()
         self.runtime = runtime
-        self.nodes = list(nodes or [])
+        self.nodes = list(nodes) if nodes is not None else []
+        self._from_heatmap = nodes is None  # `:mig`: the heatmap's marked nodes (or its cursor node)
         self.workflow: MigWorkflow | None = None
         self.running = False
 
@@ -97,6 +98,10 @@ class MigWizardScreen(Screen[None]):
         return out
 
     def compose(self) -> ComposeResult:
+        if self._from_heatmap:
+            heatmap = getattr(getattr(self.app, "dashboard", None), "heatmap", None)
+            targets = getattr(heatmap, "targets", None)
+            self.nodes = list(targets()) if callable(targets) else []
         where = collect(self.nodes) if self.nodes else "no nodes"
         with Vertical():
             yield Label(clean_text(f"MIG reconfiguration · {where} ({len(self.nodes)} node(s)) · "
