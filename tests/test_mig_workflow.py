@@ -81,6 +81,10 @@ def test_demo_end_to_end_changes_the_gpus_and_audits_every_step(tmp_path: Path) 
     assert ("resume", "demo", None) in actions and ("uncordon", "demo", None) in actions
     for step in ("idle", "drain", "wait", "verify", "resume"):
         assert ("mig_reconfigure", "mig-wizard", step) in actions
+    runs = {r.get("wizard") for r in records if r["source"] == "mig-wizard"}
+    assert runs == {wf.id} and len({r["id"] for r in records}) == len(records)
+    assert any(r["source"] == "demo" and r["action"] == "mig_reconfigure" and r.get("wizard") == wf.id
+               for r in records)
     intents = [r for r in AuditLog(tmp_path / "audit.jsonl").read(intents=True) if r["phase"] == "intent"]
     assert any(r["action"] == "mig_reconfigure" and "nvidia-smi mig -i 0 -cgi" in " ".join(r["commands"])
                for r in intents)

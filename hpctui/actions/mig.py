@@ -159,7 +159,8 @@ class MigWorkflow:
         result = ActionResult(plan=plan, user=self.runtime.executor.user, started=started,
                               finished=self.runtime.clock(), results=tuple(results), refused=refused)
         try:
-            audit.append(result, self.runtime.cluster, action_id=self.id, extra={"wizard": self.id, "step": key})
+            audit.append(result, self.runtime.cluster, action_id=uuid.uuid4().hex,
+                         extra={**self.runtime.executor.user_extra, "wizard": self.id, "step": key})
         except OSError as exc:
             self.runtime.executor.audit_errors.append(f"audit log {audit.path}: {exc.strerror or exc}")
 
@@ -294,8 +295,10 @@ class MigWorkflow:
     # -- running ------------------------------------------------------------------------------
     def _executor(self, backend: ActionBackend) -> ActionExecutor:
         main = self.runtime.executor
-        return ActionExecutor([backend], main.audit, cluster=main.cluster, read_only=main.read_only, user=main.user,
-                              clock=main.clock)
+        ex = ActionExecutor([backend], main.audit, cluster=main.cluster, read_only=main.read_only, user=main.user,
+                            clock=main.clock)
+        ex.user_extra = {**main.user_extra, "wizard": self.id}  # the apply record names its wizard run
+        return ex
 
     async def _act(self, executor: ActionExecutor, kind: ActionKind, targets: list[str], params: dict[str, str],
                    step: str) -> ActionResult | None:
