@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+ALIASES = {"mig": ActionKind.MIG_RECONFIGURE}
+
+
+def action_kind(name: str) -> ActionKind:
+    return ALIASES.get(name) or ActionKind(name)
 
 
 def split_targets(kind: ActionKind, expr: str) -> list[str]:
@@ -129,6 +134,11 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
             return await run_custom_act(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                                         interactive=interactive, prompt=prompt, out=out, err=err)
         err(hint)  # no such action: the executor refuses it below (audited, read-only first), exit 2
+    if kind is ActionKind.MIG_RECONFIGURE:  # the MIG wizard's steps (drain, apply, verify, resume)
+        from hpctui.actions.mig import run_mig
+
+        return await run_mig(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+                             interactive=interactive, prompt=prompt, out=out, err=err)
     await runtime.collect_once()
     snapshot = runtime.store.snapshot()
     plan = runtime.executor.plan(kind, targets, params, snapshot)
@@ -160,8 +170,9 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
 
 
 def add_act_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=[k.value for k in ActionKind], metavar="ACTION",
-                   help="one of: " + ", ".join(k.value for k in ActionKind))
+    p.add_argument("action", choices=[k.value for k in ActionKind] + list(ALIASES), metavar="ACTION",
+                   help="one of: " + ", ".join(k.value for k in ActionKind) + " (mig = the MIG wizard: "
+                   "--param layout=all-1g [--param gpus=0,1])")
     p.add_argument("--targets", required=True, metavar="EXPR",
                    help="hostlist expression(s) for node actions (gpu[01-04]), job ids for job actions (12,13_[1-4])")
     p.add_argument("--reason", help="reason (drain, reboot, ...)")

@@ -175,15 +175,14 @@ def run_snapshot(argv: Sequence[str]) -> int:
 
 def run_act(argv: Sequence[str]) -> int:
     """``hpctui act``: one action through the executor; 0 ok, 1 some failed, 2 usage/refused."""
-    from hpctui.act_cmd import add_act_arguments, parse_params, split_targets
+    from hpctui.act_cmd import action_kind, add_act_arguments, parse_params, split_targets
     from hpctui.act_cmd import run_act as act
-    from hpctui.actions.base import ActionKind
 
     parser = OneLineParser(prog="hpctui act", description="Run one action (preview, confirm, audit) and exit.")
     add_act_arguments(parser)
     _add_source_options(parser)
     args = parser.parse_args(list(argv))
-    kind = ActionKind(args.action)
+    kind = action_kind(args.action)
     try:
         params = parse_params(args.param)
     except ValueError as exc:

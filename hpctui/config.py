@@ -17,6 +17,7 @@ import msgspec
 import platformdirs
 
 from hpctui.actions.custom import CustomActionSettings, check_actions
+from hpctui.actions.mig_layouts import MigLayoutSpec, validate_config_layouts
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
@@ -53,6 +54,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
     custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom
+    mig_layouts: dict[str, MigLayoutSpec] = msgspec.field(default_factory=dict)  # named MIG layouts (mig wizard)
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -171,6 +173,9 @@ def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
         raise ConfigError(f"{origin}: {exc}") from None
     if config.default_cluster is not None and config.default_cluster not in config.clusters:
         raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
+    mig_errors = validate_config_layouts(config.mig_layouts)
+    if mig_errors:
+        raise ConfigError(f"{origin}: {mig_errors[0]}")
     return config
 
 

@@ -63,6 +63,7 @@ class Runtime:
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
+        self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
@@ -164,6 +165,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
 
     runtime.secrets = secrets_of(config)
     runtime.custom_actions = tuple(config.custom_actions)
+    runtime.mig_layouts = dict(config.mig_layouts)
     return runtime
 
 

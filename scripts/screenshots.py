@@ -101,6 +101,34 @@ async def shoot_custom(name: str = "custom-result", theme: str = "dark", size: t
             await pilot.pause(0.5)
             path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
     return path
+async def shoot_mig() -> list[Path]:
+    """The MIG wizard on the demo's H100 MIG node: the preview before confirming, and the finished checklist."""
+    from hpctui.sources.demo import DemoSource
+    from hpctui.ui.screens.mig_wizard import MigWizardScreen
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        src = runtime.sources[0]
+        assert isinstance(src, DemoSource)
+        src.mig_delay_s = 0.0
+        node = next(n for n, v in src.sim.mig.items() if v[0] is not None)
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            app.push_screen(MigWizardScreen(runtime, [node]))
+            await pilot.pause()
+            await pilot.press("down", "enter", *"mig-")
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("mig-wizard-preview.svg", str(OUT))))
+            await pilot.press("1", "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("mig-wizard-done.svg", str(OUT))))
+    return out
 
 
 async def main() -> None:
@@ -118,6 +146,7 @@ async def main() -> None:
         await shoot_custom(),
     ]
     shots += await views_shots()
+    shots += await shoot_mig()
     for path in shots:
         print(path.relative_to(ROOT))
 

@@ -85,6 +85,15 @@ class SimCluster:
         self._pods: tuple[Pod, ...] = tuple(sp.pod for sp in self.sim_pods)
         self._admin_dirty: set[str] = set()
         self._cursor = 0
+        # MIG layout per GPU (None: MIG off); changed by the MIG wizard after a short delay
+        self.mig: dict[str, list[tuple[str, ...] | None]] = {}
+        self.mig_label: dict[str, str] = {}
+        self.mig_pending: dict[str, tuple[float, dict[int, tuple[str, ...] | None], str]] = {}
+        for spec in self.specs:
+            if spec.n_gpus and spec.gpu_model:
+                on = tuple(p for p, _ in MIG_BALANCED[spec.gpu_model]) if spec.mig else None
+                self.mig[spec.name] = [on] * spec.n_gpus
+                self.mig_label[spec.name] = "all-balanced" if spec.mig else "all-disabled"
         for spec in self.specs:
             self._rebuild_slurm(spec)
             self._rebuild_k8s(spec)
@@ -110,6 +119,7 @@ class SimCluster:
         self.incidents.step(t)
         self._reboots(t)
         self._crashloops(t)
+        self._mig_apply(t)
         dirty = self.workload.dirty_nodes | self._admin_dirty
         self.workload.dirty_nodes = set()
         self._admin_dirty = set()
@@ -131,7 +141,33 @@ class SimCluster:
     def schedulable(self, name: str) -> bool:
         spec, adm = self.topo.by_name[name], self.admin[name]
         return not (adm.down or adm.flags & {"DRAIN", "REBOOT_REQUESTED", "REBOOT_ISSUED", "MAINTENANCE"}
-                    or spec.k8s_reserved or spec.mig)
+                    or spec.k8s_reserved or self.mig_on(name))
+
+    def mig_on(self, name: str) -> bool:
+        return any(p is not None for p in self.mig.get(name, ()))
+
+    def set_mig(self, name: str, gpus: dict[int, tuple[str, ...] | None], label: str, t: float,
+                delay_s: float) -> None:
+        """Start a MIG layout change: it shows (and the node's GRES/labels follow) ``delay_s`` later;
+        meanwhile the GPU Operator label state reads ``pending``."""
+        self.mig_pending[name] = (t + delay_s, dict(gpus), label)
+        self.mig_label[name] = label
+        self.mark(name)
+        self._event(t, "demo", f"node/{name}", Severity.INFO, f"MIG reconfiguration to {label} started")
+        if delay_s <= 0:
+            self._mig_apply(t)
+
+    def _mig_apply(self, t: float) -> None:
+        for name, (due, gpus, label) in list(self.mig_pending.items()):
+            if due > t:
+                continue
+            del self.mig_pending[name]
+            for i, profiles in gpus.items():
+                if 0 <= i < len(self.mig[name]):
+                    self.mig[name][i] = profiles
+            self.mark(name)
+            self._read_node(self.topo.by_name[name], t)
+            self._event(t, "demo", f"node/{name}", Severity.INFO, f"MIG layout {label} applied")
 
     def _reboots(self, t: float) -> None:
         for name, adm in self.admin.items():
@@ -179,7 +215,9 @@ class SimCluster:
         if spec.n_gpus:
             gpus = []
             for i in range(spec.n_gpus):
-                g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name])
+                layout = self.mig.get(name)
+                g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name],
+                                        mig_profiles=layout[i] if layout else None)
                 if name in self.incident_nodes:
                     g = self.incidents.patch_gpu(g, t)
                 gpus.append(g)
@@ -230,17 +268,19 @@ class SimCluster:
             base = "IDLE"
         short = GPU_SHORT.get(spec.gpu_model or "", "")
         gres: str | None
-        if spec.mig and spec.gpu_model:
+        mig_on = self.mig_on(spec.name)
+        if mig_on and spec.gpu_model:
             counts: dict[str, int] = {}
-            for prof, _ in MIG_BALANCED[spec.gpu_model]:
-                counts[prof] = counts.get(prof, 0) + spec.n_gpus
+            for profiles in self.mig[spec.name]:
+                for prof in profiles or ():
+                    counts[prof] = counts.get(prof, 0) + 1
             gres = ",".join(f"gpu:{p}:{c}" for p, c in counts.items())
             total = sum(counts.values())
         else:
             gres = f"gpu:{short}:{spec.n_gpus}(S:0-1)" if spec.n_gpus else None
             total = spec.n_gpus
         used = None
-        if spec.n_gpus and not spec.mig:
+        if spec.n_gpus and not mig_on:
             used = f"gpu:{short}:{len(a.gpus)}(IDX:{idx_str(a.gpus) if a.gpus else 'N/A'})"
         mem_alloc = sum(
             self.workload.jobs[j].cpus_per_node * (spec.mem_mb // spec.cpus)
@@ -276,15 +316,18 @@ class SimCluster:
                 "nvidia.com/gpu.product": GFD_PRODUCT[spec.gpu_model], "nvidia.com/gpu.count": str(spec.n_gpus),
                 "nvidia.com/gpu.memory": str(spec.gpu_mem_mib), "nvidia.com/gpu.present": "true",
                 "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed",
-                "nvidia.com/mig.config": "all-balanced" if spec.mig else "all-disabled",
-                "nvidia.com/mig.config.state": "success", "nvidia.com/cuda.driver-version.full": DRIVER,
+                "nvidia.com/mig.config": self.mig_label.get(spec.name, "all-disabled"),
+                "nvidia.com/mig.config.state": "pending" if spec.name in self.mig_pending else "success", "nvidia.com/cuda.driver-version.full": DRIVER,
             })
-            capacity = allocatable = 0 if spec.mig else spec.n_gpus
-            if spec.mig:
-                for prof, _ in MIG_BALANCED[spec.gpu_model]:
-                    key = f"nvidia.com/mig-{prof}.count"
-                    labels[key] = str(int(labels.get(key, "0")) + spec.n_gpus)
-            elif spec.name == self.place.xid_node and self.incidents.xid_active:
+            mig_on = self.mig_on(spec.name)
+            capacity = allocatable = sum(p is None for p in self.mig[spec.name]) if mig_on else spec.n_gpus
+            mig_cap: dict[str, int] = {}
+            for profiles in self.mig[spec.name]:
+                for prof in profiles or ():
+                    mig_cap[prof] = mig_cap.get(prof, 0) + 1
+            for prof, n in mig_cap.items():
+                labels[f"nvidia.com/mig-{prof}.count"] = str(n)
+            if not mig_on and spec.name == self.place.xid_node and self.incidents.xid_active:
                 allocatable = spec.n_gpus - 1  # the device plugin marks the lost GPU unhealthy
         self._k8s[spec.name] = K8sNodeInfo(
             name=spec.name, conditions=conditions, condition_messages=messages, taints=tuple(taints),

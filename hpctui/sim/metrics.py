@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from hpctui.model import Gpu, IbPort, MigInstance, Mount, MountState, ThrottleReason
-from hpctui.sim.topology import MIG_BALANCED, PCI_BUS_IDS, NodeSpec
+from hpctui.sim.topology import H100, H200, MIG_BALANCED, PCI_BUS_IDS, NodeSpec
 
 POWER_LIMIT_W = 700.0
 IB_COUNTERS = (
@@ -39,8 +39,18 @@ def utilization(t: float, phase: float) -> float:
     return round(min(100.0, max(0.0, u)), 0)
 
 
-def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, ecc_agg: int) -> Gpu:
-    """One GPU as NVML would report it; MIG GPUs have no utilisation (FACTS §1)."""
+def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, ecc_agg: int,
+                mig_profiles: tuple[str, ...] | bool | None = True, mig_pending: bool | None = None) -> Gpu:
+    """One GPU as NVML would report it; MIG GPUs have no utilisation (FACTS §1).
+
+    ``mig_profiles``: the GPU's MIG instances (None: MIG off; True: the node's static layout)."""
+    profiles: tuple[str, ...] | None
+    if mig_profiles is True:
+        profiles = tuple(p for p, _ in MIG_BALANCED[spec.gpu_model]) if spec.mig and spec.gpu_model else None
+    elif mig_profiles is False:
+        profiles = None
+    else:
+        profiles = mig_profiles
     total = float(spec.gpu_mem_mib)
     util = utilization(t, phase) if busy else 0.0
     temp = round(31.0 + 0.46 * util + 1.5 * wave(t, phase, 181.0), 0)
@@ -51,12 +61,13 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
     util_pct: float | None = util
     mem_util: float | None = round(util * 0.55, 0)
     used = round(total * (0.78 + 0.12 * wave(t, phase, 300.0)), 0) if busy else 4.0
-    if spec.mig:
-        mig = mig_instances(spec, index, t, phase)
+    mig_on = profiles is not None
+    if mig_on:
+        mig = mig_instances(spec, index, t, phase, profiles)
         util_pct = mem_util = None
         used = float(sum(m.memory_used_mib or 0.0 for m in mig))
         busy_any = any((m.engine_active or 0.0) > 0.05 for m in mig)
-        power = round(95.0 + 260.0 * max(m.engine_active or 0.0 for m in mig), 1)
+        power = round(95.0 + 260.0 * max((m.engine_active or 0.0 for m in mig), default=0.0), 1)
         temp = round(33.0 + 0.1 * (power - 95.0), 0)
         throttle = 0 if busy_any else int(ThrottleReason.GPU_IDLE)
     return Gpu(
@@ -66,19 +77,35 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
         power_w=power, power_limit_w=POWER_LIMIT_W, sm_clock_mhz=1980.0 if busy else 345.0,
         ecc_corrected_volatile=0, ecc_uncorrected_volatile=0, ecc_corrected_aggregate=ecc_agg,
         ecc_uncorrected_aggregate=0, remapped_correctable=0, remapped_uncorrectable=0,
-        remap_pending=False, remap_failure=False, mig_mode_current=spec.mig, mig_mode_pending=spec.mig,
+        remap_pending=False, remap_failure=False, mig_mode_current=mig_on,
+        mig_mode_pending=mig_on if mig_pending is None else mig_pending,
         mig_instances=mig, throttle_reasons=throttle, pcie_gen_current=5 if busy else 1, pcie_gen_max=5,
         pcie_width_current=16, pcie_width_max=16, persistence_mode=True,
     )
 
 
-def mig_instances(spec: NodeSpec, index: int, t: float, phase: float) -> tuple[MigInstance, ...]:
+def profile_mib(profile: str) -> float:
+    """Usable MiB of a MIG profile ("3g.40gb" → ~40 GB less the driver's share)."""
+    for p, mib in (*MIG_BALANCED[H100], *MIG_BALANCED[H200]):
+        if p == profile:
+            return float(mib)
+    gb = profile.split(".", 1)[1].split("gb", 1)[0] if "." in profile else "0"
+    return round(float(gb or 0) * 1004.8, 0)
+
+
+def mig_instances(spec: NodeSpec, index: int, t: float, phase: float,
+                  profiles: tuple[str, ...] | None = None) -> tuple[MigInstance, ...]:
     assert spec.gpu_model is not None
+    balanced = tuple(p for p, _ in MIG_BALANCED[spec.gpu_model])
+    if profiles is None:
+        profiles = balanced
+    gi_ids = (2, 3, 9, 10) if profiles == balanced else tuple(range(1, len(profiles) + 1))
     out = []
-    for k, (profile, mib) in enumerate(MIG_BALANCED[spec.gpu_model]):
+    for k, profile in enumerate(profiles):
+        mib = profile_mib(profile)
         active = max(0.0, 0.45 + 0.45 * wave(t, phase + k, 67.0 + 11 * k)) if (index + k) % 3 else 0.0
         out.append(MigInstance(
-            gi_id=(2, 3, 9, 10)[k], ci_id=0, profile=profile,
+            gi_id=gi_ids[k], ci_id=0, profile=profile,
             uuid=f"MIG-{spec.gpu_uuids[index][4:12]}-{k:04x}-{index:04x}-{k * 17:04x}-{spec.gpu_uuids[index][-12:]}",
             memory_used_mib=round(mib * (0.2 + 0.6 * active), 0) if active else 13.0,
             memory_total_mib=float(mib), engine_active=round(active, 3),

@@ -32,6 +32,7 @@ SUPPORTED = frozenset({
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS, ActionKind.RELEASE_JOBS,
     ActionKind.CANCEL_JOBS, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
     ActionKind.RESERVE_MAINT, ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE,
+    ActionKind.MIG_RECONFIGURE,
 })
 # The demo's partition limits (minutes; absent = UNLIMITED) and its default partition.
 DEMO_PARTITION_MAX_MIN = {"h100": 4320, "h200": 4320, "debug": 4320}  # the sim's longest job limit
@@ -70,6 +71,8 @@ class DemoSource:
         self.reservations: dict[str, tuple[str, ...]] = {}  # maintenance reservation -> nodes
         self.partition_state: dict[str, str] = {}  # partition -> UP/DOWN/DRAIN/INACTIVE set by an action
         self._partition_nodes: dict[str, str] | None = None
+        self.mig_delay_s = 3.0  # a MIG layout shows this long after it was applied (like a real reset)
+        self.mig_fail: dict[str, int] = {}  # tests: node -> GPU index whose `-cgi` fails
 
     @property
     def sim(self) -> SimCluster:
@@ -141,6 +144,11 @@ class DemoSource:
                               errors=(f"the demo cluster cannot {kind.value}",))
         if kind in SLURM_ADMIN_KINDS:
             return self._plan_admin(kind, targets, params, snapshot)
+        if kind is ActionKind.MIG_RECONFIGURE:
+            from hpctui.sources.demo_mig import plan_mig
+
+            with self._lock:
+                return plan_mig(self, targets, params)
         with self._lock:
             if kind in JOB_ACTIONS:
                 return self._plan_jobs(kind, targets, params)
@@ -273,6 +281,10 @@ class DemoSource:
         with self._lock:
             if plan.kind in SLURM_ADMIN_KINDS:
                 return self._execute_admin(plan, t)
+            if plan.kind is ActionKind.MIG_RECONFIGURE:
+                from hpctui.sources.demo_mig import execute_mig
+
+                return execute_mig(self, plan, t)
             for target in plan.targets:
                 error = self._apply(plan, target, t)
                 results.append(TargetResult(target=target, ok=error is None, message=error or "ok"))

@@ -101,9 +101,15 @@ POD_KEYS: tuple[KeySpec, ...] = (
 LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
+# The MIG reconfiguration wizard on the marked nodes (hpctui.ui.screens.mig_wizard).
+MIG_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("node.mig", "M", "mig_wizard", "MIG wizard", "heatmap", kind=ActionKind.MIG_RECONFIGURE,
+            show=False),
+)
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
             + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS)
+ALL_KEYS += MIG_KEYS
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",

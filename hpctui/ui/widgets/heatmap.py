@@ -26,7 +26,7 @@ from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import collect
 from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, LevelCache, Metric, compute_levels, node_names
-from hpctui.ui.keys import HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
+from hpctui.ui.keys import HEATMAP_KEYS, MIG_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
 from hpctui.ui.labels import unique_labels
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.palette import Palette
@@ -58,7 +58,7 @@ def node_label(name: str) -> str:
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
-    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS)
+    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, MIG_KEYS)
     # A stable gutter keeps the column count from flipping when the scrollbar appears.
     DEFAULT_CSS = """
     NodeHeatmap { scrollbar-gutter: stable; }
@@ -385,9 +385,17 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     # -- actions (intents go up) ----------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "request_action":
+        if action in ("request_action", "mig_wizard"):
             return self.actions_enabled  # False hides the key; the app answers "read-only"
         return True
+
+    def action_mig_wizard(self) -> None:
+        """The MIG wizard on the marked nodes (or the cursor node)."""
+        from hpctui.ui.screens.mig_wizard import MigWizardScreen
+
+        runtime = getattr(self.app, "runtime", None)
+        if runtime is not None:
+            self.app.push_screen(MigWizardScreen(runtime, list(self.targets())))
 
     def action_request_action(self, kind: str) -> None:
         targets = self.targets()

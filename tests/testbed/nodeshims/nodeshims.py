@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "bin"
 SAMPLES = HERE.parents[1] / "fixtures" / "probes"
+MIG_SAMPLES = HERE.parents[1] / "fixtures" / "mig"
 
 FAULTS = frozenset({
     "hang-nvidia-smi",  # nvidia-smi never answers (sleeps): every GPU probe is late
@@ -48,6 +49,7 @@ FAULTS = frozenset({
     "pcie-downshift",  # GPU 2 runs at PCIe gen 3 x8 under load (max gen 5 x16)
     "nvlink-down",  # GPU 1 link 3 is <inactive>, link 0 has CRC errors
     "stray-process",  # a process on GPU 3 that no Slurm job or pod owns
+    "mig-fail",  # `nvidia-smi mig -i 3 -cgi …` fails: Insufficient Resources (the MIG wizard's failure path)
 })
 
 # DGX/HGX H100 style bus ids; GPU 4 is 0000:9b:00 like the real Xid 119 sample ("GPU4").
@@ -201,6 +203,33 @@ def _gpu_files(node: str, spec: NodeSpec, d: Path) -> None:
         (p / "cmdline").write_bytes(cmd.encode())
         _write(p / "cgroup", cgroup)
     _write(g / "apps.csv", "".join(a + "\n" for a in apps))
+    _write(g / "lgip.txt", _lgip(n, h200=spec.variant != "h100"))
+
+
+def _lgip(n: int, h200: bool) -> str:
+    """`nvidia-smi mig -lgip` for n GPUs: the real 4× H100 SXM5 recording's GPU 0 block, renumbered.
+    H200: SYNTHETIC (no recording here): the same rows with the H200 profile names and sizes (FACTS §2)."""
+    lines = (MIG_SAMPLES / "nvidia-smi_mig-lgip_4x-h100-sxm5-80gb.txt").read_text().splitlines()
+    head, rows = lines[:5], [ln for ln in lines[5:] if not re.match(r"^\|\s+[123]\s+MIG", ln)]
+    block: list[str] = []
+    for ln in rows:  # GPU 0's rows (a row line, its second line, a rule)
+        block.append(ln)
+        if len(block) == 21:
+            break
+    if h200:
+        names = {"1g.10gb+me": "1g.18gb+me", "1g.10gb  ": "1g.18gb  ", "1g.20gb": "1g.35gb", "2g.20gb": "2g.35gb",
+                 "3g.40gb": "3g.71gb", "4g.40gb": "4g.71gb", "7g.80gb ": "7g.141gb"}
+        sizes = {" 9.75 ": "16.50", "19.62": "32.50", "39.50": "69.75", "79.25": "139.0"}
+        out = []
+        for ln in block:
+            for a, b in {**names, **sizes}.items():
+                ln = ln.replace(a, b.ljust(len(a)))
+            out.append(ln)
+        block = out
+    body = []
+    for i in range(n):
+        body += [re.sub(r"^\|   0  MIG", f"|   {i}  MIG", ln) for ln in block]
+    return "\n".join(head + body) + "\n"
 
 
 def _lgi(rows: Iterable[tuple[int, str, int, int, str]]) -> str:

@@ -1,0 +1,122 @@
+"""The MIG wizard screen on the demo: opened with M on marked nodes, layout picked, confirmation
+typed, the checklist followed to the end; escape closes; read-only refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import Input, OptionList, Static
+from uikit import load
+
+from hpctui.actions.audit import AuditLog
+from hpctui.actions.mig import Status
+from hpctui.runtime import Runtime
+from hpctui.sources.demo import DemoSource
+from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.mig_wizard import MigWizardScreen
+from hpctui.ui.widgets.heatmap import NodeHeatmap
+
+
+def _mig_node(runtime: Runtime) -> str:
+    src = runtime.sources[0]
+    assert isinstance(src, DemoSource)
+    src.mig_delay_s = 0.0  # frozen clock: the new layout shows at once
+    return next(n for n, v in src.sim.mig.items() if v[0] is not None)
+
+
+async def test_wizard_runs_end_to_end_from_the_heatmap(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        heatmap = app.screen.query_one(NodeHeatmap)
+        heatmap.focus()
+        heatmap.marked = {heatmap.names.index(node)}
+        await pilot.press("M")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen) and screen.nodes == [node]
+        layouts = screen.query_one("#mig-layouts", OptionList)
+        names = [layouts.get_option_at_index(i).id for i in range(layouts.option_count)]
+        assert names == ["all-disabled", "all-1g", "all-balanced", "all-7g"]
+        layouts.highlighted = names.index("all-1g")
+        await pilot.press("enter")
+        await pilot.pause()
+        wf = screen.workflow
+        assert wf is not None and wf.step("layout").status is Status.OK
+        assert screen.query_one("#mig-confirm", Input).has_focus
+        assert "nvidia-smi mig -i 0 -cgi 1g.10gb" in str(screen.query_one("#mig-preview", Static).render())
+        await pilot.press("escape")  # nothing runs yet: escape closes
+        await pilot.pause()
+        assert not isinstance(app.screen, MigWizardScreen)
+        await pilot.press("M")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        screen.query_one("#mig-layouts", OptionList).highlighted = 1
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        wf = screen.workflow
+        assert wf is not None and wf.done and wf.ok
+        steps = str(screen.query_one("#mig-steps", Static).render())
+        assert "[✓] Verify instances" in steps and "[!] Slurm gres.conf / slurmd" in steps
+        assert f"NodeName={node} Name=gpu Type=1g.10gb Count=56" in steps
+        assert "done: all-1g" in str(screen.query_one("#mig-status", Static).render())
+    await runtime.collect_once()
+    gpus = runtime.store.snapshot().gpus[node]
+    assert all([m.profile for m in g.mig_instances] == ["1g.10gb"] * 7 for g in gpus)
+    audit = AuditLog(app.runtime.executor.audit.path).read() if app.runtime.executor.audit else []
+    assert any(r["action"] == "mig_reconfigure" and r["source"] == "demo" for r in audit)
+
+
+async def test_wizard_refuses_in_read_only(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime(read_only=True)
+    node = _mig_node(runtime)
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        app.push_screen(MigWizardScreen(runtime, [node]))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        assert "read-only" in str(screen.query_one("#mig-status", Static).render())
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.query_one("#mig-confirm", Input).disabled
+        assert screen.workflow is not None and screen.workflow.step("layout").status is Status.FAILED
+        heatmap = app.dashboard.query_one(NodeHeatmap)
+        assert heatmap.check_action("mig_wizard", ()) is False
+
+
+async def test_mig_command_takes_the_marked_nodes_and_config_layouts(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.actions.mig_layouts import MigLayoutSpec
+
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+    runtime.mig_layouts = {"two-3g": MigLayoutSpec(devices={"3g.40gb": 2}),
+                           "h200-only": MigLayoutSpec(devices={"3g.71gb": 2})}
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        heatmap = app.dashboard.query_one(NodeHeatmap)
+        heatmap.marked = {heatmap.names.index(node)}
+        app.push_screen(MigWizardScreen(runtime))  # what `:mig` opens: no nodes given
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen) and screen.nodes == [node]
+        layouts = screen.query_one("#mig-layouts", OptionList)
+        names = [layouts.get_option_at_index(i).id for i in range(layouts.option_count)]
+        assert names == ["all-disabled", "all-1g", "all-balanced", "all-7g", "two-3g"]  # H100: not h200-only
+        layouts.highlighted = names.index("two-3g")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.workflow is not None and screen.workflow.ok
+    await runtime.collect_once()
+    assert all([m.profile for m in g.mig_instances] == ["3g.40gb", "3g.40gb"] for g in runtime.store.snapshot().gpus[node])
