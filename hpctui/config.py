@@ -19,6 +19,7 @@ import platformdirs
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.ui.heatmap_settings import HeatmapSettings, validate_heatmap
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -51,6 +52,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_log: str | None = None
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+    heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)  # grouping, racks, palette
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -163,6 +165,9 @@ def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
             if part not in PRECEDENCE_PARTS:
                 raise ConfigError(f"{origin}: clusters.{cname}.precedence.{part}: not a per-node part "
                                   f"(one of {', '.join(PRECEDENCE_PARTS)})")
+    heatmap_error = validate_heatmap(config.heatmap, origin)
+    if heatmap_error is not None:
+        raise ConfigError(heatmap_error)
     if config.default_cluster is not None and config.default_cluster not in config.clusters:
         raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
     return config

@@ -25,6 +25,7 @@ from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
+from hpctui.ui.heatmap_settings import HeatmapSettings
 
 if TYPE_CHECKING:
     from hpctui.sources.slurm.accounting import AccountingInfo
@@ -60,6 +61,7 @@ class Runtime:
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
+        self.heatmap = HeatmapSettings()  # [heatmap] of the config: grouping, racks, palette
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
@@ -145,6 +147,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         theme=theme or config.theme,
         precedence=cc.precedence,
     )
+    runtime.heatmap = config.heatmap
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
     from hpctui.report import secrets_of
 
