@@ -11,21 +11,18 @@ problems_first = true
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand
 
-GroupBy = Literal["none", "partition", "rack", "model"]
 GROUP_ORDER: tuple[str, ...] = ("none", "partition", "rack", "model")
-PaletteName = Literal["default", "colorblind"]
+PALETTES: tuple[str, ...] = ("default", "colorblind")
 
 
 class HeatmapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    group_by: GroupBy = "none"
+    group_by: str = "none"  # one of GROUP_ORDER
     racks: dict[str, str] = msgspec.field(default_factory=dict)  # rack name -> hostlist
-    palette: PaletteName = "default"
+    palette: str = "default"  # one of PALETTES
     problems_first: bool = False
 
     def rack_of(self) -> dict[str, str]:
@@ -39,6 +36,9 @@ class HeatmapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 def validate_heatmap(settings: HeatmapSettings, origin: str) -> str | None:
     """One line naming the bad key, or None."""
+    for key, value, allowed in (("group_by", settings.group_by, GROUP_ORDER), ("palette", settings.palette, PALETTES)):
+        if value not in allowed:
+            return f"{origin}: heatmap.{key}: {value!r} is not one of {', '.join(allowed)}"
     for rack, hosts in settings.racks.items():
         if not rack.strip():
             return f"{origin}: heatmap.racks: empty rack name"
@@ -51,4 +51,4 @@ def validate_heatmap(settings: HeatmapSettings, origin: str) -> str | None:
     return None
 
 
-__all__ = ["GROUP_ORDER", "HeatmapSettings", "validate_heatmap"]
+__all__ = ["GROUP_ORDER", "PALETTES", "HeatmapSettings", "validate_heatmap"]

@@ -172,6 +172,7 @@ class DashboardScreen(Screen[None]):
             self.gpu_panel.show(self.snapshot, self.selected, self.runtime.thresholds, self.runtime.store.history.get)
             if self.selected is not None and self.selected != self._history_node:
                 self._history_node = self.selected
+                self.runtime.store.series.watch(self.selected)  # big clusters: chart what was looked at
                 self._load_history(self.selected)
 
     def _load_history(self, node: str) -> None:
