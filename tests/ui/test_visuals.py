@@ -186,3 +186,44 @@ async def test_colorblind_palette_changes_colours_and_adds_severity_glyphs(tmp_p
         hm.set_metric(Metric.TEMP)
         await pilot.pause()
         assert hm._base[0].bgcolor == Color.parse(CIVIDIS[0]).rich_color
+
+
+class FakeMetrics:
+    """A metrics source answering range queries (what PrometheusSource.history returns)."""
+
+    name = "prom"
+    interval_s = 10.0
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str, int | None, float | None]] = []
+
+    async def history(self, node: str, metric: str = "util", gpu: int | None = None,
+                      window_s: float | None = None, points: int = 120) -> object:
+        from hpctui.sources.prometheus.source import MetricHistory
+
+        self.asked.append((node, metric, gpu, window_s))
+        value = {"util": 42.0, "temp": 60.0, "power": 500.0, "mem": 10240.0}[metric] + (gpu or 0)
+        return MetricHistory(node=node, metric=metric, gpu=gpu, start=FIXED - 3600, end=FIXED, step_s=30,
+                             points=[(FIXED - 60.0, value), (FIXED, value)])
+
+
+async def test_charts_use_range_queries_when_a_metrics_source_has_them(tmp_path: Path) -> None:
+    app, clock = make_app(tmp_path)
+    fake = FakeMetrics()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await polls(app, clock, pilot, 2)
+        app.runtime.sources.append(fake)  # type: ignore[arg-type]
+        await app.push_screen(ChartsScreen(app.runtime, node="gpu0001"))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChartsScreen)
+        assert screen.source_text == "prom"
+        assert {(m, g) for n, m, g, w in fake.asked if n == "gpu0001" and g is not None} == {
+            (m, g) for m in ("util", "temp", "power", "mem") for g in range(8)}
+        assert screen.plotted["util"][3].values == [45.0, 45.0]
+        assert screen.plotted["mem"][0].values == [10.0, 10.0]  # MiB from DCGM -> GiB
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(w == 3600 for *_, w in fake.asked)
