@@ -99,6 +99,7 @@ async def main_visuals() -> None:
     racks = {f"r{i + 1:02d}": f"gpu[{i * 16 + 1:04d}-{i * 16 + 16:04d}]" for i in range(4)}
     shots = [
         await shoot_visuals("charts-gpu", keys=("v",), polls=70),
+        await shoot_visuals("charts-gpu-light", keys=("v",), polls=70, theme="light", size=(120, 40)),
         await shoot_visuals("heatmap-grouped-rack", heatmap={"group_by": "rack", "racks": racks,
                                                              "problems_first": True}),
         await shoot_visuals("heatmap-grouped-colorblind", heatmap={"group_by": "partition", "palette": "colorblind"}),

@@ -14,7 +14,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.heat import CIVIDIS, GLYPH_NONE, Metric
 from hpctui.ui.heatmap_settings import HeatmapSettings
 from hpctui.ui.screens.charts import ChartsScreen
-from hpctui.ui.screens.gpus import GpusScreen
+from hpctui.ui.screens.gpus import GpusScreen, gpu_indexes
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 RACKS = {"r01": "gpu[0001-0016]", "r02": "gpu[0017-0032]", "r03": "gpu[0033-0064]"}
@@ -62,7 +62,7 @@ async def test_charts_one_series_per_gpu_with_last_values_and_window(tmp_path: P
         assert "GPU utilization (%)" in text and "minutes before now" in text
         assert "-5" in text and "100" in text  # x axis in minutes, y axis in %
         legend = str(screen.query_one("#legend-util").render())
-        assert f"GPU\u00a00\u00a0{gpus[0].util_pct:.0f}" in legend
+        assert f"━━ GPU0 {gpus[0].util_pct:.0f} " in legend
         assert len(screen.plotted["ib_rx"]) == len(app.runtime.store.snapshot().ib[node])
         assert all(v >= 0 for s in screen.plotted["ib_rx"] for v in s.values)
 
@@ -96,6 +96,15 @@ async def test_gpus_table_problems_first_sort_filter_and_enter(tmp_path: Path) -
         table.sort_by("util", reverse=True)
         utils = [r.gpu.util_pct for r in table.view if r.gpu.util_pct is not None]
         assert utils == sorted(utils, reverse=True)
+        by_key = {f"{r.gpu.node}/{r.gpu.index}": r for r in table.rows}
+        jobs = {j.display_id: j for j in snap.jobs}
+        placed = 0
+        for key, row in by_key.items():
+            for job_id in row.work.split():
+                if job_id in jobs and (alloc := gpu_indexes(jobs[job_id].gpus_alloc.get(row.gpu.node))) is not None:
+                    assert row.gpu.index in alloc, key  # a job shows on its own GPUs only
+                    placed += 1
+        assert placed
         await pilot.press("slash", *"gpu0017", "enter")
         await pilot.pause()
         assert table.view and {r.gpu.node for r in table.view} == {"gpu0017"}
@@ -227,3 +236,9 @@ async def test_charts_use_range_queries_when_a_metrics_source_has_them(tmp_path:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert any(w == 3600 for *_, w in fake.asked)
+
+
+def test_gpu_indexes() -> None:
+    assert gpu_indexes("0-1,4") == {0, 1, 4}
+    assert gpu_indexes("3") == {3}
+    assert gpu_indexes("") is None and gpu_indexes(None) is None and gpu_indexes("x-y") is None

@@ -29,8 +29,25 @@ WINDOW_TEXT = {300.0: "5 min", 3600.0: "1 h"}
 # One colour per line, the same in the plot and in the legend under it (Okabe–Ito first: they
 # stay apart for colour-blind readers; shapes differ too: rx solid, tx dotted).
 LINE_COLOURS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#FFFFFF")
+LIGHT_LINE_COLOURS = ("#B36B00", "#2A86C2", "#007A58", "#8A7D00", "#0072B2", "#D55E00", "#B0508A", "#222222")
 IB_CHARTS = (("ib_rate", "IB throughput (rx solid, tx dotted)", IB_UNITS["rx"]),
              ("ib_err", "IB link errors per sample", IB_UNITS["err"]))
+
+
+def legend_content(head: str, entries: list[tuple[str, str]], width: int) -> Content:
+    """``now (%): ━━ GPU 0 70  ━━ GPU 1 66 …``, wrapped only between entries (never inside one)."""
+    if not entries:
+        return Content("no series")
+    pieces: list[tuple[str, str] | str] = [head]
+    used = len(head)
+    for colour, text in entries:
+        size = len(text) + 5  # "━━ " + text + "  "
+        if used + size > width and used > len(head):
+            pieces.append("\n")
+            used = 0
+        pieces += [("━━ ", colour), text + "  "]
+        used += size
+    return Content.assemble(*pieces)
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
@@ -51,7 +68,7 @@ class ChartsScreen(Screen[None]):
     ChartsScreen Grid { grid-size: 2; grid-rows: 16; height: auto; }
     ChartsScreen .chart { height: 16; border: round $panel; }
     ChartsScreen PlotextPlot { height: 1fr; }
-    ChartsScreen .legend { height: auto; max-height: 2; padding: 0 1; }
+    ChartsScreen .legend { height: auto; max-height: 3; padding: 0 1; }
     """
 
     def __init__(self, runtime: Runtime, node: str | None = None) -> None:
@@ -84,6 +101,10 @@ class ChartsScreen(Screen[None]):
         if self.node is not None:
             store.series.watch(self.node)
         self.update_snapshot(snapshot)
+        self.call_after_refresh(self.redraw)  # legends wrap to the laid-out width
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.redraw)
 
     # -- data ---------------------------------------------------------------------------
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
@@ -173,13 +194,12 @@ class ChartsScreen(Screen[None]):
         plt.xlim(-minutes, 0)
         top = y_ceiling
         drawn = 0
-        legend: list[tuple[str, str] | str] = []
+        entries: list[tuple[str, str]] = []  # (colour, "GPU 3 88")
+        colours = LINE_COLOURS if self.app.current_theme.dark else LIGHT_LINE_COLOURS
         for i, s in enumerate(series):
-            colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+            colour = colours[i % len(colours)]
             last = f"{s.values[-1]:.1f}".removesuffix(".0") if s.values else "N/A"
-            if not legend:
-                legend.append(f"now ({unit}): ")
-            legend += [("━━\u00a0", colour), f"{s.label}\u00a0{last}".replace(" ", "\u00a0") + "  "]
+            entries.append((colour, f"{s.label.replace('GPU ', 'GPU')} {last}"))
             if not s.times:
                 continue
             xs = [(t - now) / 60.0 for t in s.times]
@@ -187,11 +207,13 @@ class ChartsScreen(Screen[None]):
             drawn += 1
         for i, s in enumerate(dotted or ()):
             if s.times:
-                colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+                colour = colours[i % len(colours)]
                 plt.plot([(t - now) / 60.0 for t in s.times], s.values, marker="dot", color=_rgb(colour))
         legend_widget = widget.parent.query_one(".legend", Static) if widget.parent is not None else None
         if legend_widget is not None:
-            legend_widget.update(Content.assemble(*legend) if legend else Content("no series"))
+            head = f"now{' rx' if dotted else ''} ({unit}): "
+            width = legend_widget.content_region.width or legend_widget.size.width or 76
+            legend_widget.update(legend_content(head, entries, width))
         values = [v for s in [*series, *(dotted or [])] for v in s.values if not math.isnan(v)]
         if top is None:
             top = max(values, default=1.0) * 1.1 or 1.0

@@ -34,7 +34,7 @@ class GpuRow:
     gpu: Gpu
     severity: Severity
     problem: str
-    work: str  # jobs / pods on the GPU's node
+    work: str  # Slurm jobs on this GPU (by GRES index), GPU pods of its node
 
 
 def _n(value: float | None, fmt: str = "{:.0f}") -> str:
@@ -79,7 +79,7 @@ GPU_COLUMNS: list[Column[GpuRow]] = [
     Column("xid", "XID", 4, lambda r: _n(r.gpu.last_xid, "{}") if r.gpu.last_xid is not None else "",
            lambda r: na_last(r.gpu.last_xid), align="right", style=lambda r: "error" if r.gpu.last_xid else None),
     Column("mig", "MIG", 5, lambda r: _mig(r.gpu), lambda r: _mig(r.gpu)),
-    Column("work", "ON NODE (jobs/pods)", 24, lambda r: r.work, lambda r: r.work),
+    Column("work", "JOBS/PODS", 24, lambda r: r.work, lambda r: r.work),
     Column("problem", "PROBLEM", 44, lambda r: r.problem, lambda r: r.problem),
 ]
 
@@ -87,6 +87,20 @@ GPU_COLUMNS: list[Column[GpuRow]] = [
 def _search(r: GpuRow) -> str:
     g = r.gpu
     return f"{g.node} gpu{g.index} {g.model} {r.work} {r.problem} xid{g.last_xid} {g.uuid}"
+
+
+def gpu_indexes(text: str | None) -> frozenset[int] | None:
+    """``"0-1,4"`` → {0, 1, 4}; None when unknown or unreadable."""
+    if not text:
+        return None
+    out: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        return None
+    return frozenset(out) if len(out) <= 1024 else None
 
 
 class GpuRows:
@@ -116,13 +130,16 @@ class GpuRows:
     def _build(index: object, work: object, node: str, gpus: Sequence[Gpu],
                findings: tuple[Finding, ...]) -> list[GpuRow]:
         jobs = work.jobs_on(node)  # type: ignore[attr-defined]
-        pods = [p for p in work.pods_on(node) if p.gpus_requested]  # type: ignore[attr-defined]
-        text = " ".join([j.display_id for j in jobs] + [f"{p.namespace}/{p.name}" for p in pods])
+        pods = [f"{p.namespace}/{p.name}" for p in work.pods_on(node) if p.gpus_requested]  # type: ignore[attr-defined]
+        # A job's GPU indexes on this node (Slurm's GRES IDX, "0-1,4"): the job sits on those GPUs
+        # only; a job without them, and pods (K8s does not say which GPU), show on every GPU.
+        placed = [(j.display_id, gpu_indexes(j.gpus_alloc.get(node))) for j in jobs]
         out = []
         for g in gpus:
             mine = index.by_object(f"gpu/{node}/{g.index}") if findings else ()  # type: ignore[attr-defined]
             severity = max((f.severity for f in mine), default=Severity.OK)
-            out.append(GpuRow(g, severity, "; ".join(f.message for f in mine), text))
+            on = [job for job, idx in placed if idx is None or g.index in idx] + pods
+            out.append(GpuRow(g, severity, "; ".join(f.message for f in mine), " ".join(on)))
         return out
 
 
