@@ -127,6 +127,11 @@ async def test_heatmap_groups_by_rack_with_labels_and_zoom(tmp_path: Path) -> No
         rows = [hm.render_line(y).text for y in range(hm.size.height)]
         assert any(r.startswith("▾ r01 · 16 nodes") for r in rows)
         assert any(r.startswith("▾ r02") for r in rows)
+        hm.select("gpu0016")  # last node of r01: down skips r02's label row and lands in r02
+        await pilot.press("down")
+        assert hm.cursor_node in members["r02"]
+        await pilot.press("up")
+        assert hm.cursor_node in members["r01"]
         small = hm.cell_width
         hm.select("gpu0020")
         await pilot.press("z")
@@ -134,6 +139,13 @@ async def test_heatmap_groups_by_rack_with_labels_and_zoom(tmp_path: Path) -> No
         assert hm.zoom == "r02" and hm.names == members["r02"]
         assert hm.cell_width > small  # larger cells when one group fills the pane
         assert "zoom r02" in str(app.dashboard.query_one("#heatmap-pane").border_title)
+        assert hm.select("gpu0001")  # a node outside the zoomed group: zoom ends, cursor moves
+        await pilot.pause()
+        assert hm.zoom is None and len(hm.names) == 80 and hm.cursor_node == "gpu0001"
+        hm.select("gpu0040")
+        await pilot.press("z")
+        await pilot.pause()
+        assert hm.zoom == "r03"
         await pilot.press("z")
         await pilot.pause()
         assert hm.zoom is None and len(hm.names) == 80

@@ -272,6 +272,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def select(self, node: str) -> bool:
         """Move the cursor to ``node``; False when unknown."""
         index = self._index.get(node)
+        if index is None and self.zoom is not None and self._snapshot is not None and (
+                node in self._snapshot.nodes or node in self._snapshot.gpus):
+            self.set_grouping(zoom=None)  # a node outside the zoomed group: show everything again
+            index = self._index.get(node)
         if index is None:
             return False
         self._move_cursor(index)
