@@ -31,3 +31,12 @@ def test_bad_heatmap_settings_are_one_line(table: dict[str, object], expected: s
     message = str(info.value)
     assert "\n" not in message and message.startswith("cfg.toml: ")
     assert expected.lower() in message.lower(), message
+
+
+def test_runtime_carries_the_heatmap_settings(tmp_path: object) -> None:
+    from hpctui.runtime import runtime_from_config
+
+    config = parse_config({**CLUSTER, "audit_log": f"{tmp_path}/audit.jsonl",
+                           "heatmap": {"group_by": "model", "palette": "colorblind"}})
+    runtime = runtime_from_config(config, "demo")
+    assert runtime.heatmap.group_by == "model" and runtime.heatmap.palette == "colorblind"

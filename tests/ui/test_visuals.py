@@ -254,3 +254,16 @@ def test_gpu_indexes() -> None:
     assert gpu_indexes("0-1,4") == {0, 1, 4}
     assert gpu_indexes("3") == {3}
     assert gpu_indexes("") is None and gpu_indexes(None) is None and gpu_indexes("x-y") is None
+
+
+async def test_config_palette_reaches_the_heatmap(tmp_path: Path) -> None:
+    from hpctui.ui.heat import COLORBLIND_HEALTH
+
+    app, clock = make_app(tmp_path, HeatmapSettings(palette="colorblind", group_by="partition"))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await polls(app, clock, pilot, 1)
+        hm = app.dashboard.heatmap
+        assert hm.palette_name == "colorblind" and hm.group_by == "partition"
+        assert [s.bgcolor for s in hm._base] == [Color.parse(c).rich_color for c in COLORBLIND_HEALTH]
+        legend = str(app.dashboard.query_one("#legend").render())
+        assert "▲" in legend and "◆" in legend  # severity by glyph in the legend too
