@@ -198,6 +198,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if zoom is not False:
             self.zoom = zoom if isinstance(zoom, str) else None
         self._full_redraw = True
+        self.levels = self.glyphs = b""  # new order: no stale colours while a worker recomputes them
         if self._snapshot is not None:
             self.update_snapshot(self._snapshot)
         self._update_virtual_size()
