@@ -21,6 +21,7 @@ from hpctui.actions.mig_layouts import MigLayoutSpec, validate_config_layouts
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.ui.heatmap_settings import HeatmapSettings, validate_heatmap
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -55,6 +56,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
     custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom
     mig_layouts: dict[str, MigLayoutSpec] = msgspec.field(default_factory=dict)  # named MIG layouts (mig wizard)
+    heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)  # grouping, racks, palette
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -171,6 +173,9 @@ def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
         check_actions(config.custom_actions)
     except ValueError as exc:
         raise ConfigError(f"{origin}: {exc}") from None
+    heatmap_error = validate_heatmap(config.heatmap, origin)
+    if heatmap_error is not None:
+        raise ConfigError(heatmap_error)
     if config.default_cluster is not None and config.default_cluster not in config.clusters:
         raise ConfigError(f"{origin}: default_cluster: no cluster named {config.default_cluster!r}")
     mig_errors = validate_config_layouts(config.mig_layouts)

@@ -25,6 +25,7 @@ from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
+from hpctui.ui.heatmap_settings import HeatmapSettings
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
@@ -61,6 +62,7 @@ class Runtime:
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
+        self.heatmap = HeatmapSettings()  # [heatmap] of the config: grouping, racks, palette
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
         self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
@@ -160,6 +162,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         theme=theme or config.theme,
         precedence=cc.precedence,
     )
+    runtime.heatmap = config.heatmap
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
     from hpctui.report import secrets_of
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
+from hpctui.gpu_history import SeriesHistory
 from hpctui.model import (
     ClusterSnapshot,
     ControllerHealth,
@@ -117,6 +118,7 @@ class Store:
         self.name_map = name_map or NodeNameMap()
         self.clock = clock
         self.history = History(history_length)
+        self.series = SeriesHistory()  # per-GPU / per-IB-port rings for the chart screen
         # Each part is kept per source: a source's result replaces its own previous view
         # (so nodes and jobs that vanished disappear) and views of several sources are unioned.
         self._slurm_nodes: dict[str, dict[str, SlurmNodeInfo]] = {}
@@ -166,6 +168,8 @@ class Store:
                 self.history.add(f"node:{node}:power", t, _mean(g.power_w for g in gpus))
         if result.ib is not None:
             self._ib[src] = dict(result.ib)
+        if result.gpus is not None or result.ib is not None:
+            self.series.add_gpus(t, result.gpus or {}, result.ib)
         if result.mounts is not None:
             self._mounts[src] = dict(result.mounts)
         if result.services is not None:

@@ -129,6 +129,62 @@ async def shoot_mig() -> list[Path]:
             await pilot.pause()
             out.append(Path(app.save_screenshot("mig-wizard-done.svg", str(OUT))))
     return out
+class _Clock:
+    def __init__(self) -> None:
+        self.t = FIXED
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def shoot_visuals(name: str, *, keys: tuple[str, ...] = (), polls: int = 1, size: tuple[int, int] = (160, 50),
+                        heatmap: dict[str, object] | None = None, nodes: int = 64, seed: int = 1,
+                        theme: str = "dark", gpus_view: bool = False) -> Path:
+    """Charts, the GPU table and the grouped heatmap (visuals): ``polls`` demo ticks 5 s apart
+    (a history to chart), ``heatmap`` the [heatmap] config table."""
+    import msgspec
+
+    from hpctui.ui.heatmap_settings import HeatmapSettings
+
+    clock = _Clock()
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=nodes, seed=seed, clock=clock, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl", theme=theme)
+        runtime.heatmap = msgspec.convert(heatmap or {}, HeatmapSettings)
+        app = HpcApp(runtime, theme=theme, autostart=False)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(polls):
+                await runtime.collect_once()
+                clock.t += 5.0
+            app.refresh_from_store()
+            await pilot.pause()
+            if gpus_view:  # what `:gpus` opens
+                from hpctui.ui.screens.gpus import GpusScreen
+
+                await app.push_screen(GpusScreen(runtime))
+                await pilot.pause()
+            if keys:
+                await pilot.press(*keys)
+                await pilot.pause()
+            await pilot.pause()
+            path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
+    return path
+
+
+async def main_visuals() -> None:
+    OUT.mkdir(exist_ok=True)
+    racks = {f"r{i + 1:02d}": f"gpu[{i * 16 + 1:04d}-{i * 16 + 16:04d}]" for i in range(4)}
+    shots = [
+        await shoot_visuals("charts-gpu", keys=("v",), polls=70),
+        await shoot_visuals("charts-gpu-light", keys=("v",), polls=70, theme="light", size=(120, 40)),
+        await shoot_visuals("heatmap-grouped-rack", heatmap={"group_by": "rack", "racks": racks,
+                                                             "problems_first": True}),
+        await shoot_visuals("heatmap-grouped-colorblind", heatmap={"group_by": "partition", "palette": "colorblind"}),
+        await shoot_visuals("heatmap-util", keys=("m",), heatmap={"group_by": "model"}, polls=2),
+        await shoot_visuals("gpus-table", gpus_view=True, polls=2),
+    ]
+    for path in shots:
+        print(path.relative_to(ROOT))
 
 
 async def main() -> None:
@@ -208,3 +264,7 @@ async def views_main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(views_main() if sys.argv[1:] == ["views"] else main())
+    if sys.argv[1:] == ["visuals"]:  # only the chart / GPU table / grouped heatmap shots
+        asyncio.run(main_visuals())
+    else:
+        asyncio.run(main())

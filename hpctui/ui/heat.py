@@ -181,6 +181,79 @@ def legend_entries(metric: Metric, thresholds: Thresholds) -> list[tuple[str, st
     unit = "°C" if metric is Metric.TEMP else "%"
     labels = [f"<{steps[0]:.0f}"] + [f"{a:.0f}–{b:.0f}" for a, b in pairwise(steps)]
     labels.append(f"≥{steps[-1]:.0f}{unit}")
-    out = [(f"heat-{i}", label) for i, label in enumerate(labels)]
+    names = level_vars(metric)
+    out = [(names[i], label) for i, label in enumerate(labels)]
     out.append(("heat-na", "N/A"))
+    return out
+
+
+# -- palettes and ramps ---------------------------------------------------------
+# GPU utilisation is load, not health: a busy GPU (≥ 80 %) is good news, so util has a ramp of
+# its own (cool → bright green) and never borrows heat-4, the "hot/error" red of temp/power.
+UTIL_VARS = ("util-0", "util-1", "util-2", "util-3", "util-4", "heat-na")
+HEALTH_VARS = ("sev-ok", "sev-info", "sev-warning", "sev-error", "sev-critical", "heat-na")
+HEAT_VARS = ("heat-0", "heat-1", "heat-2", "heat-3", "heat-4", "heat-na")
+
+# palette = "colorblind": fixed ramps that stay ordered for every colour vision. The heat and
+# util ramps are cividis (dark blue → grey → yellow: lightness rises monotonically); health uses
+# Okabe–Ito colours, and each severity also gets a glyph, so nothing relies on hue alone.
+CIVIDIS = ("#00224E", "#35456C", "#666970", "#948E77", "#C8B866", "#5A5A5A")
+COLORBLIND_HEALTH = ("#0072B2", "#56B4E9", "#E69F00", "#D55E00", "#CC79A7", "#5A5A5A")
+SEVERITY_GLYPHS = (" ", "·", "▵", "▲", "◆", " ")  # ok, info, warning, error, critical, N/A
+
+
+def level_vars(metric: Metric) -> tuple[str, ...]:
+    """Theme variables of levels 0..4 and N/A for ``metric``."""
+    if metric is Metric.HEALTH:
+        return HEALTH_VARS
+    return UTIL_VARS if metric is Metric.UTIL else HEAT_VARS
+
+
+def level_colours(metric: Metric, palette: str) -> tuple[str, ...] | None:
+    """Fixed colours for a non-theme palette (``colorblind``), or None: use the theme."""
+    if palette != "colorblind":
+        return None
+    return COLORBLIND_HEALTH if metric is Metric.HEALTH else CIVIDIS
+
+
+# -- grouping -----------------------------------------------------------------------
+NO_GROUP = "(none)"
+
+
+def _natural(label: str) -> tuple[bool, list[object]]:
+    import re
+
+    parts: list[object] = [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", label)]
+    return (label.startswith("("), parts)
+
+
+def group_key(snapshot: ClusterSnapshot, name: str, group_by: str, rack_of: dict[str, str]) -> str:
+    if group_by == "partition":
+        node = snapshot.nodes.get(name)
+        parts = node.slurm.partitions if node is not None and node.slurm is not None else ()
+        return parts[0] if parts else "(no partition)"
+    if group_by == "rack":
+        return rack_of.get(name, "(no rack)")
+    if group_by == "model":
+        gpus = snapshot.gpus.get(name, ())
+        model = next((g.model for g in gpus if g.model), None)
+        return model.removeprefix("NVIDIA ") if model else "(no GPU)"
+    return NO_GROUP
+
+
+def group_nodes(snapshot: ClusterSnapshot, names: Sequence[str], group_by: str,
+                rack_of: dict[str, str] | None = None,
+                severity: dict[str, int] | None = None) -> list[tuple[str, list[str]]]:
+    """Nodes in groups ``[(label, names)]``, labels in natural order; ``severity`` (node → level)
+    puts the worst nodes first inside each group (stable: equal nodes keep their order)."""
+    racks = rack_of or {}
+    if group_by == "none":
+        groups: dict[str, list[str]] = {NO_GROUP: list(names)}
+    else:
+        groups = {}
+        for name in names:
+            groups.setdefault(group_key(snapshot, name, group_by, racks), []).append(name)
+    out = [(label, groups[label]) for label in sorted(groups, key=_natural)]
+    if severity is not None:
+        out = [(label, sorted(members, key=lambda n: -severity.get(n, 0))) for label, members in out]
     return out

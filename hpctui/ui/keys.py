@@ -61,6 +61,13 @@ HEATMAP_KEYS: tuple[KeySpec, ...] = (
     KeySpec("heatmap.mark", "space", "toggle_mark", "Mark", "heatmap"),
     KeySpec("heatmap.clear", "escape", "clear_marks", "Unmark all", "heatmap", show=False),
 )
+# visuals: heatmap grouping/zoom and the per-GPU chart screen (heatmap scope)
+HEATMAP_VIEW_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("heatmap.charts", "v", "open_charts", "Charts", "heatmap", show=False),
+    KeySpec("heatmap.group", "o", "cycle_group", "Group by", "heatmap", show=False),
+    KeySpec("heatmap.zoom", "z", "toggle_zoom", "Zoom group", "heatmap", show=False),
+    KeySpec("heatmap.problems_first", "P", "toggle_problems_first", "Problems first", "heatmap", show=False),
+)
 NODE_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("node.drain", "d", ActionKind.DRAIN_NODES, "Drain", "heatmap"),
     _act("node.resume", "u", ActionKind.RESUME_NODES, "Resume", "heatmap"),
@@ -110,6 +117,7 @@ ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
             + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS)
 ALL_KEYS += MIG_KEYS
+ALL_KEYS += HEATMAP_VIEW_KEYS  # visuals
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",

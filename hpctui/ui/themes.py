@@ -34,6 +34,12 @@ DEFAULT_VARIABLES: dict[str, str] = {
     "heat-3": "#D99A22",
     "heat-4": "#D64545",
     "heat-na": "#55595E",
+    # GPU utilisation (load, not health): never the error red of heat-4
+    "util-0": "#1F3B57",
+    "util-1": "#22607A",
+    "util-2": "#1F8A8A",
+    "util-3": "#2E9F6A",
+    "util-4": "#4DB84E",
     "sev-ok": "#2F7D4E",
     "sev-info": "#3B76B0",
     "sev-warning": "#C9962A",

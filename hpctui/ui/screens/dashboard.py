@@ -77,7 +77,8 @@ class DashboardScreen(Screen[None]):
         self._pods_in: tuple[Pod, ...] | None = None
         self._pods_rows: list[Pod] = []
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
-                                   actions_enabled=self.actions_enabled, id="heatmap")
+                                   actions_enabled=self.actions_enabled,
+                                   settings=getattr(runtime, "heatmap", None), id="heatmap")
         self.gpu_panel = GpuPanel(id="gpu-panel")
         self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, id="queue"),
                                     id="queue-pane")
@@ -171,6 +172,7 @@ class DashboardScreen(Screen[None]):
             self.gpu_panel.show(self.snapshot, self.selected, self.runtime.thresholds, self.runtime.store.history.get)
             if self.selected is not None and self.selected != self._history_node:
                 self._history_node = self.selected
+                self.runtime.store.series.watch(self.selected)  # big clusters: chart what was looked at
                 self._load_history(self.selected)
 
     def _load_history(self, node: str) -> None:
@@ -286,6 +288,13 @@ class DashboardScreen(Screen[None]):
             pane.table.set_filter(node)
             pane.update_title()
         self.show_view("queue")
+
+    @on(NodeHeatmap.ChartsRequested)
+    def _charts_requested(self, event: NodeHeatmap.ChartsRequested) -> None:
+        """``v``: the selected node's per-GPU and per-port history (hpctui.ui.screens.charts)."""
+        from hpctui.ui.screens.charts import ChartsScreen
+
+        self.app.push_screen(ChartsScreen(self.runtime, node=event.node))
 
     @on(NodeRequested)
     def _node_requested(self, event: NodeRequested) -> None:

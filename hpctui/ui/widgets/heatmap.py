@@ -9,12 +9,14 @@ theme changes. Values are kept as ``bytes`` so drawing never touches the model.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from functools import partial
 
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -25,15 +27,28 @@ from hpctui.actions.base import JOB_ACTIONS, ActionKind
 from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import collect
-from hpctui.ui.heat import GLYPHS, METRIC_ORDER, NA_LEVEL, LevelCache, Metric, compute_levels, node_names
-from hpctui.ui.keys import HEATMAP_KEYS, MIG_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
+from hpctui.ui.heat import (
+    GLYPH_NONE,
+    GLYPHS,
+    METRIC_ORDER,
+    NA_LEVEL,
+    NO_GROUP,
+    SEVERITY_GLYPHS,
+    LevelCache,
+    Metric,
+    compute_levels,
+    group_nodes,
+    level_colours,
+    level_vars,
+    node_names,
+)
+from hpctui.ui.heatmap_settings import GROUP_ORDER, HeatmapSettings
+from hpctui.ui.keys import HEATMAP_KEYS, HEATMAP_VIEW_KEYS, MIG_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
 from hpctui.ui.labels import unique_labels
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.palette import Palette
 
 THREAD_ABOVE = 2048  # nodes: above this, levels are computed in a worker thread
-_HEALTH_VARS = ("sev-ok", "sev-info", "sev-warning", "sev-error", "sev-critical", "heat-na")
-_HEAT_VARS = ("heat-0", "heat-1", "heat-2", "heat-3", "heat-4", "heat-na")
 _NAV: list[BindingType] = [
     Binding("up", "move(0,-1)", "Up", show=False), Binding("down", "move(0,1)", "Down", show=False),
     Binding("left", "move(-1,0)", "Left", show=False), Binding("right", "move(1,0)", "Right", show=False),
@@ -58,7 +73,7 @@ def node_label(name: str) -> str:
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
-    BINDINGS = _NAV + bindings(HEATMAP_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, MIG_KEYS)
+    BINDINGS = _NAV + bindings(HEATMAP_KEYS, HEATMAP_VIEW_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, MIG_KEYS)
     # A stable gutter keeps the column count from flipping when the scrollbar appears.
     DEFAULT_CSS = """
     NodeHeatmap { scrollbar-gutter: stable; }
@@ -76,14 +91,34 @@ class NodeHeatmap(ScrollView, can_focus=True):
             super().__init__()
             self.metric = metric
 
+    class GroupingChanged(Message):
+        """Grouping, zoom or problems-first changed (the pane's title names them)."""
+
+    class ChartsRequested(Message):
+        def __init__(self, node: str | None) -> None:
+            super().__init__()
+            self.node = node
+
     class MarksChanged(Message):
         def __init__(self, marked: tuple[str, ...]) -> None:
             super().__init__()
             self.marked = marked
 
     def __init__(self, thresholds: Thresholds | None = None, *, cell_width: int = 2,
-                 actions_enabled: bool = True, id: str | None = None, classes: str | None = None) -> None:
+                 actions_enabled: bool = True, settings: HeatmapSettings | None = None,
+                 id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        settings = settings or HeatmapSettings()
+        self.group_by: str = settings.group_by
+        self.palette_name: str = settings.palette
+        self.problems_first = settings.problems_first
+        self.rack_of = settings.rack_of()
+        self.zoom: str | None = None  # the group shown alone (larger cells), or None
+        # (label, start, end) over self.names; one unlabelled group when not grouping
+        self.groups: list[tuple[str, int, int]] = []
+        self._first_rows: list[int] = [0]
+        self._group_starts: list[int] = [0]
+        self._total_rows = 0
         self.thresholds = thresholds or Thresholds()
         self.min_cell_width = max(1, cell_width)
         self.cell_width = self.min_cell_width  # grows when few nodes leave room (see _fit_cell_width)
@@ -110,11 +145,12 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
         """Take a new snapshot: recompute the per-node bytes and drop cached rows."""
         self._snapshot = snapshot
-        names = node_names(snapshot)
-        if names != self.names:
+        names, groups = self._arrange(snapshot)
+        if names != self.names or groups != self.groups:
             current = self.cursor_node
             marked = {self.names[i] for i in self.marked if i < len(self.names)}
             self.names = names
+            self.groups = groups
             self._index = {n: i for i, n in enumerate(names)}
             self.marked = {self._index[n] for n in marked if n in self._index}
             self.cursor = self._index.get(current, 0) if current else 0
@@ -122,6 +158,64 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._update_virtual_size()
             self.post_message(self.Highlighted(self.cursor_node))
         self._recompute()
+
+    @property
+    def labelled(self) -> bool:
+        """Group label rows are drawn (grouping on, and not zoomed into one group)."""
+        return self.group_by != "none" and self.zoom is None
+
+    def _arrange(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[tuple[str, int, int]]]:
+        """The node order and groups for the grouping, zoom and problems-first settings."""
+        names = node_names(snapshot)
+        if self.group_by == "none" and not self.problems_first:
+            return names, [(NO_GROUP, 0, len(names))]
+        severity: dict[str, int] | None = None
+        if self.problems_first:
+            from hpctui.findings import findings_for
+
+            level = findings_for(snapshot, self.thresholds).severity
+            severity = {n: int(level(n)) for n in names}
+        grouped = group_nodes(snapshot, names, self.group_by, self.rack_of, severity)
+        if self.zoom is not None:
+            grouped = [g for g in grouped if g[0] == self.zoom] or grouped
+            if len(grouped) > 1:  # the zoomed group is gone: show everything again
+                self.zoom = None
+        out: list[str] = []
+        groups: list[tuple[str, int, int]] = []
+        for label, members in grouped:
+            groups.append((label, len(out), len(out) + len(members)))
+            out.extend(members)
+        return out, groups
+
+    def set_grouping(self, group_by: str | None = None, *, problems_first: bool | None = None,
+                     zoom: str | bool | None = False) -> None:
+        """Change grouping / problems-first / zoom (``zoom=False`` keeps it) and re-lay out."""
+        if group_by is not None and group_by != self.group_by:
+            self.group_by = group_by
+            self.zoom = None
+        if problems_first is not None:
+            self.problems_first = problems_first
+        if zoom is not False:
+            self.zoom = zoom if isinstance(zoom, str) else None
+        self._full_redraw = True
+        self.levels = self.glyphs = b""  # new order: no stale colours while a worker recomputes them
+        if self._snapshot is not None:
+            self.update_snapshot(self._snapshot)
+        self._update_virtual_size()
+        self._invalidate()
+        self.post_message(self.GroupingChanged())
+
+    def set_palette(self, name: str) -> None:
+        if name != self.palette_name:
+            self.palette_name = name
+            self._build_styles()
+            self._invalidate()
+            self.post_message(self.MetricChanged(self.metric))  # the legend follows the colours
+
+    def group_of(self, index: int) -> tuple[str, int, int] | None:
+        if not self.groups:
+            return None
+        return self.groups[max(0, bisect_right(self._group_starts, index) - 1)]
 
     def _recompute(self) -> None:
         if self._snapshot is None:
@@ -156,10 +250,12 @@ class NodeHeatmap(ScrollView, can_focus=True):
             return
         if old_levels == self.levels and old_glyphs == self.glyphs:
             return
-        cols = self._cols
         levels, glyphs = self.levels, self.glyphs
         for row in list(self._lines):
-            a, b = row * cols, row * cols + cols
+            cells = self.row_cells(row)
+            if not isinstance(cells, tuple):
+                continue
+            a, b = cells
             if levels[a:b] != old_levels[a:b] or glyphs[a:b] != old_glyphs[a:b]:
                 del self._lines[row]
                 self.refresh_line(row)
@@ -177,6 +273,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def select(self, node: str) -> bool:
         """Move the cursor to ``node``; False when unknown."""
         index = self._index.get(node)
+        if index is None and self.zoom is not None and self._snapshot is not None and (
+                node in self._snapshot.nodes or node in self._snapshot.gpus):
+            self.set_grouping(zoom=None)  # a node outside the zoomed group: show everything again
+            index = self._index.get(node)
         if index is None:
             return False
         self._move_cursor(index)
@@ -214,10 +314,47 @@ class NodeHeatmap(ScrollView, can_focus=True):
             return best
         for w in range(self.min_cell_width + 1, MAX_CELL_WIDTH + 1):
             cols = width // w
-            if cols == 0 or -(-n // cols) > height:
+            if cols == 0 or self._rows_needed(cols) > height:
                 break
             best = w
         return best
+
+    def _rows_needed(self, cols: int) -> int:
+        label = 1 if self.labelled else 0
+        return sum(label + -(-(end - start) // cols) for _, start, end in self.groups or [("", 0, len(self.names))])
+
+    def _relayout(self) -> None:
+        """First row of each group (its label row when labelled) for the current column count."""
+        if not self.groups:
+            self.groups = [(NO_GROUP, 0, len(self.names))]
+        label = 1 if self.labelled else 0
+        first: list[int] = []
+        row = 0
+        for _, start, end in self.groups:
+            first.append(row)
+            row += label + -(-(end - start) // self._cols)
+        self._first_rows = first
+        self._group_starts = [start for _, start, _ in self.groups]
+        self._total_rows = row if self.names else 0
+
+    def row_cells(self, row: int) -> tuple[int, int] | str | None:
+        """(start, end) node indexes drawn on ``row``, a group label, or None past the end."""
+        if row < 0 or row >= self._total_rows:
+            return None
+        g = bisect_right(self._first_rows, row) - 1
+        label, start, end = self.groups[g]
+        r = row - self._first_rows[g]
+        if self.labelled:
+            if r == 0:
+                return label
+            r -= 1
+        a = start + r * self._cols
+        return (a, min(a + self._cols, end))
+
+    def index_row(self, index: int) -> int:
+        g = max(0, bisect_right(self._group_starts, index) - 1)
+        _, start, _ = self.groups[g]
+        return self._first_rows[g] + (1 if self.labelled else 0) + (index - start) // self._cols
 
     def _update_virtual_size(self) -> None:
         region = self.scrollable_content_region
@@ -231,8 +368,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if cols != self._cols:
             self._cols = cols
             self._lines.clear()
-        rows = -(-len(self.names) // self._cols) if self.names else 0
-        self.virtual_size = Size(self._cols * self.cell_width, rows)
+        self._relayout()
+        self.virtual_size = Size(self._cols * self.cell_width, self._total_rows)
 
     def on_resize(self, event: events.Resize) -> None:
         self._update_virtual_size()
@@ -251,10 +388,18 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def _build_styles(self) -> None:
         """Resolve theme variables into one base style per level (and its cursor variant)."""
         self._palette = palette = Palette.from_app(self.app)
-        names = _HEALTH_VARS if self.metric is Metric.HEALTH else _HEAT_VARS
-        text = palette.color("cell-text")
-        self._base = [Style(bgcolor=palette.color(n), color=text) for n in names]
-        self._cursor_styles = [Style(bgcolor=text, color=palette.color(n), bold=True) for n in names]
+        fixed = level_colours(self.metric, self.palette_name)
+        if fixed is not None:  # a fixed (colour-blind-safe) ramp: text contrasts with each cell
+            colours = [Color.parse(c) for c in fixed]
+            self._base = [Style(bgcolor=c.rich_color, color=c.get_contrast_text(1.0).rich_color) for c in colours]
+            self._cursor_styles = [Style(bgcolor=c.get_contrast_text(1.0).rich_color, color=c.rich_color, bold=True)
+                                   for c in colours]
+        else:
+            names = level_vars(self.metric)
+            text = palette.color("cell-text")
+            self._base = [Style(bgcolor=palette.color(n), color=text) for n in names]
+            self._cursor_styles = [Style(bgcolor=text, color=palette.color(n), bold=True) for n in names]
+        self._label_style = Style(color=palette.color("accent"), bold=True)
         self._segments.clear()
         self._lines.clear()
 
@@ -264,6 +409,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if segment is None:
             w = self.cell_width
             chars = [GLYPHS[glyph]] + [" "] * (w - 1)
+            if glyph == GLYPH_NONE and self.metric is Metric.HEALTH and self.palette_name == "colorblind":
+                chars[0] = SEVERITY_GLYPHS[min(level, NA_LEVEL)]  # severity by shape, not by hue alone
             if label:  # wide cells: the node's number between the glyph and the mark
                 space = w - 2
                 text = label if len(label) <= space else label[0] + label[-(space - 1):]
@@ -283,16 +430,19 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.refresh()
 
     def _invalidate_index(self, index: int) -> None:
-        row = index // self._cols
+        row = self.index_row(index)
         self._lines.pop(row, None)
         self.refresh_line(row)
 
     def _build_row(self, row: int) -> Strip:
         if not self._base:
             self._build_styles()
-        cols = self._cols
-        start = row * cols
-        end = min(start + cols, len(self.names))
+        cells = self.row_cells(row)
+        if cells is None:
+            return Strip.blank(0)
+        if isinstance(cells, str):  # a group label row
+            return self._label_row(cells)
+        start, end = cells
         levels, glyphs, marked, cursor = self.levels, self.glyphs, self.marked, self.cursor
         if len(levels) < end:  # data not computed yet
             return Strip.blank(0)
@@ -305,6 +455,17 @@ class NodeHeatmap(ScrollView, can_focus=True):
             segments = [segment(levels[i], glyphs[i], i in marked, i == cursor) for i in range(start, end)]
         return Strip(segments, (end - start) * self.cell_width)
 
+    def _label_row(self, label: str) -> Strip:
+        group = next((g for g in self.groups if g[0] == label), None)
+        count = group[2] - group[1] if group else 0
+        bad = 0
+        if group is not None and len(self.levels) >= group[2] and self.metric is Metric.HEALTH:
+            bad = sum(1 for lv in self.levels[group[1]:group[2]] if 2 <= lv < NA_LEVEL)
+        text = f"▾ {label} · {count} node{'s' if count != 1 else ''}" + (f" · {bad} problem" if bad else "")
+        text = text + ("s" if bad > 1 else "")
+        width = self._cols * self.cell_width
+        return Strip([Segment(text[:width].ljust(width), self._label_style)], width)
+
     def _cell_labels(self) -> list[str]:
         """Unique short labels for the current names and cell width (see hpctui.ui.labels)."""
         key = (id(self.names), len(self.names), self.cell_width)
@@ -315,7 +476,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         row = y + int(self.scroll_offset.y)
-        if row < 0 or row * self._cols >= len(self.names):
+        if row < 0 or row >= self._total_rows:
             return Strip.blank(0)
         strip = self._lines.get(row)
         if strip is None:
@@ -336,7 +497,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.post_message(self.Highlighted(self.cursor_node))
 
     def _scroll_cursor_visible(self) -> None:
-        row = self.cursor // self._cols
+        row = self.index_row(self.cursor) if self.names else 0
+        if self.labelled and row > 0 and self.row_cells(row - 1).__class__ is str:
+            row -= 1  # show the group's label with its first row
         top = int(self.scroll_offset.y)
         height = max(1, self.scrollable_content_region.height)
         if row < top:
@@ -345,11 +508,33 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self.scroll_to(y=row - height + 1, animate=False)
 
     def action_move(self, dx: int, dy: int) -> None:
-        self._move_cursor(self.cursor + dx + dy * self._cols)
+        if dy == 0 or not self.names:
+            self._move_cursor(self.cursor + dx)
+            return
+        self._move_cursor(self._vertical(self.cursor, dy))
+
+    def _vertical(self, index: int, dy: int) -> int:
+        """The node ``dy`` cell rows above/below ``index`` (label rows skipped), same column."""
+        row = self.index_row(index)
+        cells = self.row_cells(row)
+        col = index - cells[0] if isinstance(cells, tuple) else 0
+        step = 1 if dy > 0 else -1
+        left = abs(dy)
+        target = index
+        while left:
+            row += step
+            cells = self.row_cells(row)
+            if cells is None:
+                break
+            if isinstance(cells, str):
+                continue
+            target = min(cells[0] + col, cells[1] - 1)
+            left -= 1
+        return target
 
     def action_page(self, direction: int) -> None:
         rows = max(1, self.scrollable_content_region.height - 1)
-        self._move_cursor(self.cursor + direction * rows * self._cols)
+        self._move_cursor(self._vertical(self.cursor, direction * rows) if self.names else 0)
 
     def action_jump(self, where: int) -> None:
         self._move_cursor(0 if where == 0 else len(self.names) - 1)
@@ -367,6 +552,28 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._invalidate()
             self.post_message(self.MarksChanged(()))
 
+    def action_cycle_group(self) -> None:
+        i = GROUP_ORDER.index(self.group_by) if self.group_by in GROUP_ORDER else -1
+        self.set_grouping(GROUP_ORDER[(i + 1) % len(GROUP_ORDER)])
+        self.notify(f"heatmap grouped by {self.group_by}", timeout=1.5)
+
+    def action_toggle_zoom(self) -> None:
+        if self.zoom is not None:
+            self.set_grouping(zoom=None)
+            return
+        group = self.group_of(self.cursor)
+        if self.group_by == "none" or group is None:
+            self.notify("zoom needs a grouping: press the group key first", timeout=2)
+            return
+        self.set_grouping(zoom=group[0])
+
+    def action_toggle_problems_first(self) -> None:
+        self.set_grouping(problems_first=not self.problems_first)
+        self.notify(f"problem nodes first: {'on' if self.problems_first else 'off'}", timeout=1.5)
+
+    def action_open_charts(self) -> None:
+        self.post_message(self.ChartsRequested(self.cursor_node))
+
     def action_cycle_metric(self) -> None:
         i = METRIC_ORDER.index(self.metric)
         self.set_metric(METRIC_ORDER[(i + 1) % len(METRIC_ORDER)])
@@ -376,9 +583,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if offset is None:
             return
         col = offset.x // self.cell_width
-        row = offset.y + int(self.scroll_offset.y)
-        index = row * self._cols + col
-        if col < self._cols and 0 <= index < len(self.names):
+        cells = self.row_cells(offset.y + int(self.scroll_offset.y))
+        if not isinstance(cells, tuple):
+            return
+        index = cells[0] + col
+        if col < self._cols and index < cells[1]:
             self._move_cursor(index)
             if event.ctrl or event.shift:
                 self.action_toggle_mark()
