@@ -19,6 +19,7 @@ import platformdirs
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.ui.wall_settings import ServeSettings, WallSettings
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -51,6 +52,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_log: str | None = None
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+    wall: WallSettings = msgspec.field(default_factory=WallSettings)  # --wall display (hpctui/ui/wall_settings.py)
+    serve: ServeSettings = msgspec.field(default_factory=ServeSettings)  # `hpctui serve`
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types

@@ -25,6 +25,7 @@ from hpctui.poller import Poller
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
+from hpctui.ui.wall_settings import WallSettings
 
 if TYPE_CHECKING:
     from hpctui.sources.slurm.accounting import AccountingInfo
@@ -61,6 +62,7 @@ class Runtime:
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
+        self.wall_settings = WallSettings()  # the config's [wall] table (the --wall display)
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
@@ -149,6 +151,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     from hpctui.report import secrets_of
 
     runtime.secrets = secrets_of(config)
+    runtime.wall_settings = config.wall
     return runtime
 
 

@@ -33,6 +33,7 @@ _READ_ONLY_FALLBACKS: list[BindingType] = [
     for spec in ACTION_KEYS
 ]
 FALLBACK_THEMES = ("dark", "light", "wall")
+WALL_ACTIONS = frozenset({"quit"})  # the only key the wall display answers (q, ctrl+q)
 
 
 class HpcApp(App[None]):
@@ -61,6 +62,8 @@ class HpcApp(App[None]):
         self._clock: Timer | None = None
         self._held_keys: list[events.Key] | None = None  # see hold_keys
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
+        if wall:
+            self.use_command_palette = False  # the palette lists actions and views: not on a wall
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Our variables for themes that do not define them (Textual's built-in ones)."""
@@ -79,6 +82,10 @@ class HpcApp(App[None]):
         for error in self.theme_errors:
             self.notify(error, title="Theme skipped", severity="warning")
         self.push_screen(self.dashboard)
+        if self.wall:  # the wall display goes over the dashboard, which it hides for good
+            from hpctui.ui.screens.wall import WallScreen
+
+            self.push_screen(WallScreen(self.runtime))
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
         if self.autostart:
@@ -131,7 +138,8 @@ class HpcApp(App[None]):
             return True
         self._drawn_data_version = store.data_version
         snapshot = store.snapshot()
-        self.dashboard.update_snapshot(snapshot)
+        if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
+            self.dashboard.update_snapshot(snapshot)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
             update = getattr(screen, "update_snapshot", None)
             if screen is not self.dashboard and callable(update):
@@ -242,6 +250,8 @@ class HpcApp(App[None]):
         self.notify(f"report written to {out}", title="Incident report", timeout=8)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.wall:  # nothing actionable on a wall: every key but quit is off (and shown nowhere)
+            return action in WALL_ACTIONS
         if action == "read_only_notice":
             return self.read_only
         return True
