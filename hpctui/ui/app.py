@@ -134,7 +134,8 @@ class HpcApp(App[None]):
             return False
         self._drawn_version = store.version
         if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
-            self.dashboard.update_health(store.snapshot())
+            if not self.wall:  # (the wall screen shows health on its own clock tick)
+                self.dashboard.update_health(store.snapshot())
             return True
         self._drawn_data_version = store.data_version
         snapshot = store.snapshot()
