@@ -91,11 +91,11 @@ async def main() -> None:
     shots = [
         await shoot("dashboard-dark", "dark"),
         await shoot("dashboard-light", "light"),
-        await shoot("dashboard-wall", "wall", wall=True),
+        await shoot("dashboard-wall", "wall"),  # the dashboard in the wall theme (--wall: wall_shots)
         await shoot("dashboard-incident", "dark", worst_node=True),
         await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
         await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
-        await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
+        await shoot("triage-wall", "wall", seed=1, size=(200, 60), keys=("n",)),
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
         *await wall_shots(),

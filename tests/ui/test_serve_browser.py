@@ -140,13 +140,15 @@ def chromium(tmp_path: Path) -> Iterator[object]:
                 "--disable-background-networking", "--disable-extensions"):
         options.add_argument(arg)
     service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
+    before = set(pids_where(lambda _pgid, cmd: "chrom" in cmd))  # browser processes not ours
     driver = webdriver.Chrome(service=service, options=options)
     try:
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_JS})
         yield driver
     finally:
         driver.quit()
-        left = pids_where(lambda _pgid, cmd: str(profile) in cmd)  # every Chromium process of our profile
+        # every Chromium process of our profile, and any chromium/chromedriver process that appeared since
+        left = sorted(set(pids_where(lambda _pgid, cmd: str(profile) in cmd or "chrom" in cmd)) - before)
         if service.process is not None and service.process.poll() is None:
             left.append(service.process.pid)  # chromedriver itself
         kill_all(left)
