@@ -239,7 +239,7 @@ def run_app(argv: Sequence[str]) -> int:
     except (ThemeError, CustomKeyError) as exc:
         sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
         return EXIT_USAGE
-    theme = args.theme or runtime.theme
+    theme = args.theme or ("wall" if args.wall else runtime.theme)  # --wall means the wall theme
     if theme not in themes:
         sys.stderr.write(f"hpctui: unknown theme {theme!r} (available: {', '.join(sorted(themes))})\n")
         return EXIT_USAGE
@@ -256,11 +256,28 @@ def run_app(argv: Sequence[str]) -> int:
     return app.return_code or 0
 
 
+def run_serve(argv: Sequence[str]) -> int:
+    """``hpctui serve``: the app in a browser (textual-serve), loopback and read-only by default."""
+    from hpctui.serve_cmd import add_serve_arguments
+    from hpctui.serve_cmd import run_serve as serve
+
+    parser = OneLineParser(prog="hpctui serve", description="Serve the dashboard to a web browser (textual-serve).")
+    add_serve_arguments(parser)
+    _add_source_options(parser)
+    parser.add_argument("--read-only", action="store_true", help="disable every action (the default unless allowed)")
+    args = parser.parse_args(list(argv))
+
+    def check_app_args(app_argv: list[str]) -> None:  # what each tab will run must start: fail here, not there
+        _runtime(build_parser().parse_args(app_argv), read_only=True)
+
+    return serve(args, check_app_args)
+
+
 # Options that take a value: their value is never the subcommand.
 _VALUE_OPTIONS = frozenset({"--config", "--cluster", "--demo-size", "--seed", "--theme", "--format", "--context"})
 
 
-SUBCOMMANDS = ("snapshot", "act", "report")
+SUBCOMMANDS = ("snapshot", "act", "report", "serve")
 
 
 def split_subcommand(args: list[str]) -> tuple[str | None, list[str]]:
@@ -293,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_act(rest)
         if command == "report":
             return run_report(rest)
+        if command == "serve":
+            return run_serve(rest)
         return run_app(rest)
     except KeyboardInterrupt:
         kill_children()

@@ -22,6 +22,7 @@ from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
 from hpctui.ui.heatmap_settings import HeatmapSettings, validate_heatmap
+from hpctui.ui.wall_settings import ServeSettings, WallSettings
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -57,6 +58,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom
     mig_layouts: dict[str, MigLayoutSpec] = msgspec.field(default_factory=dict)  # named MIG layouts (mig wizard)
     heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)  # grouping, racks, palette
+    wall: WallSettings = msgspec.field(default_factory=WallSettings)  # --wall display (hpctui/ui/wall_settings.py)
+    serve: ServeSettings = msgspec.field(default_factory=ServeSettings)  # `hpctui serve`
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types

@@ -26,6 +26,7 @@ from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.registry import SourceContext, build_source
 from hpctui.store import NodeNameMap, Store
 from hpctui.ui.heatmap_settings import HeatmapSettings
+from hpctui.ui.wall_settings import WallSettings
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
@@ -66,6 +67,7 @@ class Runtime:
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
         self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
+        self.wall_settings = WallSettings()  # the config's [wall] table (the --wall display)
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
@@ -169,6 +171,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     runtime.secrets = secrets_of(config)
     runtime.custom_actions = tuple(config.custom_actions)
     runtime.mig_layouts = dict(config.mig_layouts)
+    runtime.wall_settings = config.wall
     return runtime
 
 

@@ -185,21 +185,54 @@ async def main_visuals() -> None:
     ]
     for path in shots:
         print(path.relative_to(ROOT))
+async def wall_shots() -> list[Path]:
+    """The wall display (--wall) at 200×60 and 300×80: its first view (heatmap, worst node, problems)
+    and, at 200×60, the next view after one rotation (the clock moved by rotate_s)."""
+    from hpctui.ui.screens.wall import WallScreen
+
+    paths = []
+    for size, rotations in (((200, 60), (0, 1)), ((300, 80), (0,))):
+        for rotation in rotations:
+            with tempfile.TemporaryDirectory() as tmp:
+                now = [FIXED]
+                runtime = demo_runtime(size=64, seed=SEED, clock=lambda now=now: now[0], start_time=FIXED,
+                                       audit_path=Path(tmp) / "audit.jsonl")
+                app = HpcApp(runtime, wall=True, autostart=False)
+                async with app.run_test(size=size) as pilot:
+                    await runtime.collect_once()
+                    app.refresh_from_store()
+                    await pilot.pause()
+                    wall = app.screen
+                    assert isinstance(wall, WallScreen)
+                    for _ in range(rotation):
+                        now[0] += wall.settings.rotate_s
+                        await runtime.collect_once()  # fresh data at the new time: not shown as stale
+                        app.refresh_from_store()
+                        wall.tick()
+                        await pilot.pause()
+                    name = f"wall-{size[0]}x{size[1]}" + (f"-{wall.view}" if rotation else "")
+                    paths.append(Path(app.save_screenshot(f"{name}.svg", str(OUT))))
+    return paths
 
 
 async def main() -> None:
+    if sys.argv[1:] == ["wall"]:  # only the wall display's shots
+        for path in await wall_shots():
+            print(path.relative_to(ROOT))
+        return
     OUT.mkdir(exist_ok=True)
     shots = [
         await shoot("dashboard-dark", "dark"),
         await shoot("dashboard-light", "light"),
-        await shoot("dashboard-wall", "wall", wall=True),
+        await shoot("dashboard-wall", "wall"),  # the dashboard in the wall theme (--wall: wall_shots)
         await shoot("dashboard-incident", "dark", worst_node=True),
         await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
         await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
-        await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
+        await shoot("triage-wall", "wall", seed=1, size=(200, 60), keys=("n",)),
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
         await shoot_custom(),
+        *await wall_shots(),
     ]
     shots += await views_shots()
     shots += await shoot_mig()

@@ -35,6 +35,7 @@ _READ_ONLY_FALLBACKS: list[BindingType] = [
     for spec in ACTION_KEYS
 ]
 FALLBACK_THEMES = ("dark", "light", "wall")
+WALL_ACTIONS = frozenset({"quit"})  # the only key the wall display answers (q, ctrl+q)
 
 
 class HpcApp(App[None]):
@@ -64,6 +65,8 @@ class HpcApp(App[None]):
         self._held_keys: list[events.Key] | None = None  # see hold_keys
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
         self.custom_key_error = self._bind_custom_keys()
+        if wall:
+            self.use_command_palette = False  # the palette lists actions and views: not on a wall
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Our variables for themes that do not define them (Textual's built-in ones)."""
@@ -84,6 +87,10 @@ class HpcApp(App[None]):
         if self.custom_key_error:
             self.notify(self.custom_key_error, title="Custom action keys not bound", severity="error")
         self.push_screen(self.dashboard)
+        if self.wall:  # the wall display goes over the dashboard, which it hides for good
+            from hpctui.ui.screens.wall import WallScreen
+
+            self.push_screen(WallScreen(self.runtime))
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
         if self.autostart:
@@ -132,11 +139,13 @@ class HpcApp(App[None]):
             return False
         self._drawn_version = store.version
         if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
-            self.dashboard.update_health(store.snapshot())
+            if not self.wall:  # (the wall screen shows health on its own clock tick)
+                self.dashboard.update_health(store.snapshot())
             return True
         self._drawn_data_version = store.data_version
         snapshot = store.snapshot()
-        self.dashboard.update_snapshot(snapshot)
+        if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
+            self.dashboard.update_snapshot(snapshot)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
             update = getattr(screen, "update_snapshot", None)
             if screen is not self.dashboard and callable(update):
@@ -247,6 +256,8 @@ class HpcApp(App[None]):
         self.notify(f"report written to {out}", title="Incident report", timeout=8)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.wall:  # nothing actionable on a wall: every key but quit is off (and shown nowhere)
+            return action in WALL_ACTIONS
         if action == "read_only_notice":
             return self.read_only
         return True

@@ -132,7 +132,7 @@ async def test_wall_starts_on_the_problem_list(make_runtime: Callable[..., Runti
     app = HpcApp(make_runtime(), wall=True, autostart=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await load(app, pilot)
-        pane = app.screen.query_one(ProblemsPane)
+        pane = app.screen.query_one("#wall-top-problems", ProblemsPane)  # under the wall's heatmap, the first view
         assert pane.display and pane.region.width > 0 and pane.problems.view
 
 

@@ -1,0 +1,298 @@
+"""The wall display (``hpctui --wall``): a read-only screen meant to be read across a room.
+
+Counts in large digits (nodes down, nodes drained, GPUs in error, jobs pending), the clock and
+the data's age always on screen, and one big view at a time, rotating every ``rotate_s``
+seconds (config ``[wall]``): the heatmap next to the worst problem node, the problem list,
+the queue, the event timeline. Nothing on it takes focus and no key is shown: the app
+disables every binding but quit while the wall is up (see ``HpcApp.check_action``).
+
+Rotation and the clock follow ``runtime.clock`` (ticked once a second by a timer), so a test
+with a fake clock can drive hours of it without waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Digits, Static
+
+from hpctui.findings import FindingsIndex, findings_for
+from hpctui.health import Thresholds
+from hpctui.model import ClusterSnapshot, Severity
+from hpctui.runtime import Runtime
+from hpctui.ui.fmt import age
+from hpctui.ui.wall_settings import WallSettings
+from hpctui.ui.widgets.borders import set_border_text
+from hpctui.ui.widgets.events import EventsPane
+from hpctui.ui.widgets.gpu_panel import GpuPanel
+from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.heatmap_pane import HeatmapPane
+from hpctui.ui.widgets.panes import TablePane
+from hpctui.ui.widgets.problems import ProblemsPane
+from hpctui.ui.widgets.status import StatusLine, status_content
+from hpctui.ui.widgets.tables import QueueTable, pod_table, pod_trouble_first
+
+WALL_CELL_WIDTH = 4  # the heatmap's smallest cell on the wall (it grows to 7 with labels when room allows)
+VIEW_TITLES = {"heatmap": "Nodes", "problems": "Problems", "queue": "Slurm queue", "events": "Events",
+               "pods": "K8s pods"}
+
+
+@dataclass(frozen=True, slots=True)
+class WallCounts:
+    nodes_down: int
+    nodes_drained: int
+    gpus_error: int
+    jobs_pending: int
+
+
+COUNT_LABELS = (("nodes_down", "NODES DOWN"), ("nodes_drained", "DRAINED"), ("gpus_error", "GPUs IN ERROR"),
+                ("jobs_pending", "JOBS PENDING"))
+
+
+def wall_counts(snapshot: ClusterSnapshot, findings: FindingsIndex) -> WallCounts:
+    """What the big digits say, from the snapshot and its shared findings.
+
+    - nodes down: Slurm base state DOWN (NOT_RESPONDING included); a node Kubernetes alone knows
+      counts when its Ready condition is not "True";
+    - drained: the Slurm DRAIN flag (DRAINED and DRAINING); a Kubernetes-only node when cordoned;
+    - GPUs in error: GPUs (``gpu/<node>/<i>``) with a finding of error or worse, or lost;
+    - jobs pending: Slurm jobs in state PENDING.
+    """
+    down = drained = 0
+    for node in snapshot.nodes.values():
+        if node.slurm is not None:
+            down += node.slurm.base_state.upper().startswith("DOWN")
+            drained += "DRAIN" in node.slurm.flags
+        elif node.k8s is not None:
+            down += node.k8s.ready != "True"
+            drained += node.k8s.unschedulable
+    bad_gpus = {f.object for f in findings if f.severity >= Severity.ERROR and f.object.startswith("gpu/")}
+    bad_gpus |= {f"gpu/{g.node}/{g.index}" for gpus in snapshot.gpus.values() for g in gpus if g.lost}
+    pending = sum(1 for j in snapshot.jobs if j.state.upper() == "PENDING")
+    return WallCounts(nodes_down=down, nodes_drained=drained, gpus_error=len(bad_gpus), jobs_pending=pending)
+
+
+def worst_node(findings: FindingsIndex) -> str | None:
+    """The node with the worst finding (then the most findings, then the name): the wall's node panel."""
+    best: tuple[int, int, str] | None = None
+    for node, fs in findings.by_node.items():
+        if not fs:
+            continue
+        key = (-max(f.severity for f in fs), -len(fs), node)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[2]
+
+
+class WallCount(Vertical):
+    """One number in large digits over its label."""
+
+    def __init__(self, name: str, label: str) -> None:
+        super().__init__(id=f"wall-{name.replace('_', '-')}", classes="wall-count")
+        self.digits = Digits("-")
+        self.label = label
+
+    def compose(self) -> ComposeResult:
+        yield self.digits
+        yield Static(self.label, classes="wall-label", markup=False)
+
+    def show(self, value: int | None) -> None:
+        text = "-" if value is None else str(value)
+        if self.digits.value != text:
+            self.digits.update(text)
+        self.set_class(bool(value), "-nonzero")
+
+
+class WallProblemsPane(ProblemsPane):
+    """The problem list without its key hints (nothing on the wall is actionable)."""
+
+    def update_title(self, extra: str = "") -> None:
+        n = len(self.nodes)
+        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''}" if n else "nothing of warning or worse"))
+
+
+class WallScreen(Screen[None]):
+    """Read-only, rotating, large: see the module docstring."""
+
+    AUTO_FOCUS = None  # nothing here takes focus: no widget's keys are reachable
+    CSS = """
+    WallScreen { background: $background; layout: vertical; }
+    WallScreen #wall-top { height: 5; }
+    WallScreen .wall-count { width: 1fr; height: 5; align-horizontal: center; }
+    WallScreen .wall-count Digits { width: auto; color: $success; text-style: bold; }
+    WallScreen .wall-count.-nonzero Digits { color: $error; }
+    WallScreen #wall-jobs-pending.-nonzero Digits { color: $warning; }
+    WallScreen .wall-label { width: auto; color: $text-muted; text-style: bold; }
+    WallScreen #wall-clock-box { width: auto; min-width: 28; height: 5; align-horizontal: right; padding: 0 1; }
+    WallScreen #wall-clock { width: auto; color: $foreground; }
+    WallScreen #wall-age { width: 28; text-align: right; text-style: bold; }
+    WallScreen #wall-status { height: 1; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    WallScreen #wall-views { height: 1fr; }
+    WallScreen #wall-heatmap-view { height: 1fr; }
+    WallScreen #wall-heatmap-left { width: 2fr; }
+    WallScreen #wall-heatmap-left HeatmapPane { height: 3fr; }
+    WallScreen #wall-heatmap-left ProblemsPane { height: 2fr; }
+    WallScreen #wall-heatmap-view GpuPanel { width: 1fr; min-width: 40; }
+    WallScreen #wall-views TablePane { height: 1fr; }
+    WallScreen #wall-views HeatmapPane, WallScreen #wall-views GpuPanel, WallScreen #wall-views TablePane {
+        border: heavy $primary; border-title-color: $foreground; border-title-style: bold; background: $surface;
+    }
+    """
+
+    def __init__(self, runtime: Runtime, settings: WallSettings | None = None) -> None:
+        super().__init__(id="wall")
+        self.runtime = runtime
+        self.settings = settings or getattr(runtime, "wall_settings", None) or WallSettings()
+        self.views: list[str] = list(self.settings.views)
+        self.view_index = 0
+        self.snapshot: ClusterSnapshot | None = None
+        self.counts: WallCounts | None = None
+        self.worst: str | None = None
+        self._shown_at: float | None = None  # runtime clock when the current view came up
+        self._pods_in: object = None
+        self._panel_title = ""
+        self._age_shown: tuple[str, bool] | None = None
+        thresholds: Thresholds = runtime.thresholds
+        self.heatmap = NodeHeatmap(thresholds, cell_width=WALL_CELL_WIDTH, actions_enabled=False, id="wall-heatmap")
+        self.heatmap.can_focus = False
+        self.gpu_panel = GpuPanel(id="wall-node")
+        self.problems_pane = WallProblemsPane(thresholds, id="wall-problems")
+        self.top_problems = WallProblemsPane(thresholds, id="wall-top-problems")  # under the heatmap
+        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=False, id="wall-queue-table"),
+                                    id="wall-queue")
+        self.events_pane = EventsPane((), id="wall-events")
+        self.pods_pane = TablePane("K8s pods", pod_table(id="wall-pods-table", actions_enabled=False), id="wall-pods")
+        self.count_widgets = {name: WallCount(name, label) for name, label in COUNT_LABELS}
+
+    @property
+    def view(self) -> str:
+        return self.views[self.view_index]
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="wall-top"):
+            yield from self.count_widgets.values()
+            with Vertical(id="wall-clock-box"):
+                yield Digits("--:--", id="wall-clock")
+                yield Static("", id="wall-age", markup=False)
+        yield StatusLine("starting…", id="wall-status", markup=False)
+        panes = {
+            "heatmap": Horizontal(Vertical(HeatmapPane(self.heatmap, id="wall-heatmap-pane"), self.top_problems,
+                                           id="wall-heatmap-left"),
+                                  self.gpu_panel, id="wall-heatmap-view"),
+            "problems": self.problems_pane, "queue": self.queue_pane, "events": self.events_pane,
+            "pods": self.pods_pane,
+        }
+        with ContentSwitcher(initial=panes[self.view].id, id="wall-views"):
+            for name in self.views:
+                yield panes[name]
+
+    def on_mount(self) -> None:
+        for widget in self.query("*"):  # read-only and keyless: nothing on the wall can hold focus
+            widget.can_focus = False
+        self.set_focus(None)
+        self.events_pane.scope_all = True
+        self._shown_at = self.runtime.clock()
+        self.set_interval(1.0, self.tick)
+        self.tick()
+        latest = self.runtime.store.snapshot()
+        if latest.nodes or latest.jobs:  # data already there (pushed after the first poll)
+            self.update_snapshot(latest)
+
+    # -- time -----------------------------------------------------------------
+    def tick(self) -> None:
+        """Once a second: clock, data age, and the next view when this one has been up long enough."""
+        if not self.is_attached:
+            return
+        now = self.runtime.clock()
+        if self._shown_at is None or now < self._shown_at:  # a clock that went back: start over
+            self._shown_at = now
+        if len(self.views) > 1 and now - self._shown_at >= self.settings.rotate_s:
+            self.rotate()
+        self.query_one("#wall-clock", Digits).update(time.strftime("%H:%M:%S", time.gmtime(now)))
+        self._show_status(now)
+
+    def rotate(self, step: int = 1) -> None:
+        """Show the next view (wrapping around)."""
+        self.view_index = (self.view_index + step) % len(self.views)
+        self._shown_at = self.runtime.clock()
+        switcher = self.query_one("#wall-views", ContentSwitcher)
+        target = {"heatmap": "wall-heatmap-view", "problems": "wall-problems", "queue": "wall-queue",
+                  "events": "wall-events", "pods": "wall-pods"}[self.view]
+        switcher.current = target
+        if self.snapshot is not None:
+            self._show_tables(self.snapshot)
+        self._show_status(self.runtime.clock())
+
+    def _data_age(self, now: float) -> float | None:
+        snapshot = self.runtime.store.snapshot()
+        ages = [a for a in (h.age(now) for h in snapshot.sources.values()) if a is not None]
+        return max(ages) if ages else None
+
+    def _show_status(self, now: float) -> None:
+        rt = self.runtime
+        snapshot = rt.store.snapshot()
+        seconds = self._data_age(now)
+        stale = seconds is None or any(
+            (h.age(now) or 0) > rt.thresholds.stale_factor * s.interval_s or h.last_success is None
+            for s in rt.sources if (h := snapshot.sources.get(s.name)) is not None)
+        age_text = "no data yet" if seconds is None else f"data {age(seconds)} old"
+        shown = (f"UTC · {age_text}", stale)
+        if shown != self._age_shown:  # fixed width: a repaint of this line, no layout pass
+            self._age_shown = shown
+            self.query_one("#wall-age", Static).update(
+                Content.assemble((shown[0], "bold $error" if stale else "bold $success")), layout=False)
+        intervals = {s.name: s.interval_s for s in rt.sources}
+        line = status_content(snapshot.cluster, snapshot.sources, now, intervals, rt.thresholds,
+                              read_only=True, wall=True)
+        left = (max(0.0, self.settings.rotate_s - (now - (self._shown_at or now)))
+                if len(self.views) > 1 else None)
+        position = f"  {VIEW_TITLES[self.view]} ({self.view_index + 1}/{len(self.views)})"
+        tail = position + (f" · next in {int(left + 0.999)}s" if left is not None else "")
+        self.query_one("#wall-status", StatusLine).show(Content.assemble(line, (tail, "bold $accent")))
+
+    # -- data -----------------------------------------------------------------
+    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+        if not self.is_attached:
+            return
+        self.snapshot = snapshot
+        findings = findings_for(snapshot, self.runtime.thresholds)
+        self.counts = counts = wall_counts(snapshot, findings)
+        for name, widget in self.count_widgets.items():
+            widget.show(getattr(counts, name))
+        self.worst = worst_node(findings)
+        if "heatmap" in self.views:
+            self.heatmap.update_snapshot(snapshot)
+            self.query_one(HeatmapPane).update_title()
+            if self.worst is not None:
+                self.heatmap.select(self.worst)
+            self.gpu_panel.show(snapshot, self.worst, self.runtime.thresholds, self.runtime.store.history.get)
+            title = f"Worst node: {self.worst}" if self.worst else "No problem node"
+            if title != self._panel_title:  # a border title repaints the panel: only on change
+                self._panel_title = title
+                set_border_text(self.gpu_panel, Content(title))
+            self.top_problems.show(snapshot)  # problem lists on every snapshot: their flap memory needs each
+        if "problems" in self.views:
+            self.problems_pane.show(snapshot)
+        self._show_tables(snapshot)
+        self._show_status(self.runtime.clock())
+
+    def _show_tables(self, snapshot: ClusterSnapshot) -> None:
+        """The queue, pod and event tables: only the one on screen (the next view catches up when shown)."""
+        if self.view == "queue":
+            self.queue_pane.set_rows(snapshot.jobs)
+        elif self.view == "pods" and snapshot.pods is not self._pods_in:
+            self._pods_in = snapshot.pods
+            self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
+        elif self.view == "events":
+            self.events_pane.show(snapshot, None)
+
+    def update_health(self, snapshot: ClusterSnapshot) -> None:
+        self._show_status(self.runtime.clock())
+
+
+__all__ = ["WallCounts", "WallScreen", "wall_counts", "worst_node"]

@@ -1,0 +1,57 @@
+"""Config of the wall display (``[wall]``) and of ``hpctui serve`` (``[serve]``).
+
+Both are top-level tables of the config file::
+
+    [wall]
+    rotate_s = 15                                   # seconds each view stays on screen
+    views = ["heatmap", "problems", "queue", "events"]
+
+    [serve]
+    host = "127.0.0.1"        # loopback unless allow_remote = true
+    port = 8765
+    allow_actions = false     # the browser app is read-only unless this (or --allow-actions) says otherwise
+    allow_remote = false      # a non-loopback host is refused unless this is true
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+import msgspec
+
+WallView = Literal["heatmap", "problems", "queue", "events", "pods"]
+WALL_VIEWS: tuple[str, ...] = ("heatmap", "problems", "queue", "events", "pods")
+DEFAULT_WALL_VIEWS: tuple[WallView, ...] = ("heatmap", "problems", "queue", "events")
+
+
+class WallSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    rotate_s: Annotated[float, msgspec.Meta(ge=2, le=86_400)] = 15.0
+    views: list[WallView] = msgspec.field(default_factory=lambda: list(DEFAULT_WALL_VIEWS))
+
+    def __post_init__(self) -> None:
+        if not self.views:
+            raise ValueError("views: at least one view (heatmap, problems, queue, events, pods)")
+        if len(set(self.views)) != len(self.views):
+            raise ValueError("views: a view is listed twice")
+
+
+class ServeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    host: str = "127.0.0.1"
+    port: Annotated[int, msgspec.Meta(ge=1, le=65_535)] = 8765
+    allow_actions: bool = False
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.host.strip():
+            raise ValueError("host: empty")
+
+
+def is_loopback(host: str) -> bool:
+    """``127.0.0.1``, ``::1``, ``localhost``: reachable from this machine only."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
