@@ -51,6 +51,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_log: str | None = None
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+    # binding id -> key(s), e.g. {"node.drain" = "ctrl+d"}; ids and keys checked by hpctui.ui.keymap
+    keymap: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
