@@ -106,7 +106,8 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
     app.runtime = runtime
     app.read_only = runtime.read_only or app.wall
     dashboard = DashboardScreen(runtime, wall=app.wall, actions_enabled=not app.read_only)
-    await app.switch_screen(dashboard)
+    await app.pop_screen()  # the old dashboard goes first: the new one takes its id
+    await app.push_screen(dashboard)
     app.dashboard = dashboard
     app._drawn_version = -1
     app._drawn_data_version = -1
