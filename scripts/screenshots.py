@@ -52,6 +52,16 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
     return path
 
 
+async def nav_shots() -> list[Path]:
+    """`:` command mode with its matches, and the breadcrumb after drilling into a node and a job."""
+    busy = "gpu0003"  # runs jobs in the seed-1 demo
+    return [
+        await shoot("nav-command", "dark", seed=1, size=(120, 40), keys=("colon", "p")),
+        await shoot("nav-breadcrumb", "dark", seed=1, size=(120, 40),
+                    keys=("g", *busy, "enter", "enter", "enter")),
+    ]
+
+
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     shots = [
@@ -62,8 +72,9 @@ async def main() -> None:
         await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
         await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
         await shoot("triage-wall", "wall", wall=True, seed=1, size=(200, 60), keys=("n",)),
-        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
+        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("J", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
+        *await nav_shots(),
     ]
     for path in shots:
         print(path.relative_to(ROOT))
