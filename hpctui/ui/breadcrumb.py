@@ -13,8 +13,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 SEP = " › "
-# Transient prompts are not levels: they close on enter or esc.
-NOT_LEVELS = frozenset({"CommandScreen", "GoToScreen", "ConfirmQuitScreen"})
+# Prompts and dialogs are not levels: they close on enter or esc, and go nowhere.
+NOT_LEVELS = frozenset({"CommandScreen", "GoToScreen", "ConfirmQuitScreen", "ActionDialog"})
 
 
 def screen_crumb(screen: Screen[object]) -> str | None:
@@ -31,9 +31,6 @@ def screen_crumb(screen: Screen[object]) -> str | None:
     pod = getattr(screen, "pod", None)
     if pod is not None and hasattr(pod, "namespace"):
         return f"pod {pod.namespace}/{pod.name}"
-    kind = getattr(screen, "kind", None)  # the action dialog
-    if kind is not None and hasattr(kind, "value"):
-        return str(kind.value).replace("_", " ")
     return name.removesuffix("Screen").lower() or None
 
 

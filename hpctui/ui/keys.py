@@ -39,7 +39,6 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.theme", "t", "cycle_theme", "Theme", "global"),
     KeySpec("app.refresh", "r", "refresh_now", "Refresh", "global"),
     KeySpec("app.report", "E", "export_report", "Incident report", "global", show=False),
-    KeySpec("app.command", "colon", "command_mode", "Command", "global", show=False, key_display=":"),
 )
 # Triage: views of the middle-left slot and the problem walk; app-wide, so they work from
 # every pane (a focused filter input keeps its own letters).
@@ -50,6 +49,7 @@ TRIAGE_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
     KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
     KeySpec("app.goto", "g", "go_to", "Go to", "global"),
+    KeySpec("app.command", "colon", "command_mode", "Command", "global", show=False, key_display=":"),
     KeySpec("app.workload", "w", "workload_here", "Jobs/pods here", "global", show=False),
 )
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
@@ -91,8 +91,6 @@ JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
 )
 POD_KEYS: tuple[KeySpec, ...] = (
     KeySpec("pod.describe", "enter", "pod_detail('describe')", "Describe", "pods"),
-    KeySpec("pod.mark", "space", "toggle_mark", "Mark", "pods"),
-    KeySpec("pod.clear", "escape", "clear_marks", "Unmark all", "pods", show=False),
     KeySpec("pod.logs", "L", "pod_detail('logs')", "Logs", "pods"),
     _act("pod.delete", "ctrl+d", ActionKind.DELETE_PODS, "Delete", "pods"),
 )

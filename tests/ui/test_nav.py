@@ -243,18 +243,23 @@ async def test_vi_keys_scroll_detail_screens(make_runtime: Callable[..., Runtime
         await pilot.pause()
         assert body.scroll_y == min(before + 1, body.max_scroll_y)
         assert isinstance(app.screen, JobDetailScreen)  # j no longer opens the queue
+        await pilot.press("colon", *"pods", "enter")  # `:` from a detail view too
+        await pilot.pause()
+        assert app.screen is app.dashboard and app.focused is app.dashboard.pods_pane.table
 
 
-async def test_space_marks_pods_like_jobs(make_runtime: Callable[..., Runtime]) -> None:
+async def test_space_marks_the_same_way_in_heatmap_and_queue(make_runtime: Callable[..., Runtime]) -> None:
     app = HpcApp(make_runtime(), autostart=False)
     async with app.run_test(size=SIZE) as pilot:
         await load(app, pilot)
-        for view in ("queue", "pods"):
-            app.dashboard.show_view(view)
-            table = app.focused
-            await pilot.press("space", "space")
-            assert len(table.marked) == 2 and table.cursor == 2, view  # type: ignore[union-attr]
-            assert len(table.targets()) == 2  # type: ignore[union-attr]
+        dash = app.dashboard
+        for widget in (dash.heatmap, dash.queue_pane.table):
+            widget.focus()
+            await pilot.press("space", "l", "space")
+            assert len(widget.targets()) == 2
+            await pilot.press("escape")  # unmarks; a second esc would go back
+            assert not widget.marked
+        assert app.screen is dash
 
 
 # -- q, r, palette ---------------------------------------------------------------------------

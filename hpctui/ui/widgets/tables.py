@@ -190,13 +190,13 @@ def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
 
 
 class PodTable(ActingTable[Pod]):
-    """K8s pods: enter describes, L shows logs (l moves, as in every pane), space marks, ctrl+d deletes."""
+    """K8s pods: enter describes, L shows logs (l moves, as in every pane), ctrl+d deletes."""
 
     BINDINGS = bindings(POD_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
         super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search,
-                         markable=True, row_nodes=lambda p: (p.node,) if p.node else (), id=id)
+                         row_nodes=lambda p: (p.node,) if p.node else (), id=id)
         self.actions_enabled = actions_enabled
 
     def action_pod_detail(self, what: str) -> None:
