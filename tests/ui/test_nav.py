@@ -170,6 +170,28 @@ async def test_enter_drills_down_and_esc_goes_back(make_runtime: Callable[..., R
         assert app.screen is dash
 
 
+async def test_two_drills_go_back_one_at_a_time(make_runtime: Callable[..., Runtime]) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await load(app, pilot)
+        dash = app.dashboard
+        first, second = dash.heatmap.names[2], dash.heatmap.names[5]
+        for node in (first, second):
+            dash.select_node(node)
+            dash.heatmap.focus()
+            await pilot.press("enter")
+            await pilot.pause()
+        assert crumb(app).parts == ["demo", "nodes", first, "nodes", second, "jobs"]
+        assert dash.queue_pane.table.filter_text == second  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert dash.queue_pane.table.filter_text == first  # type: ignore[attr-defined]
+        assert crumb(app).parts == ["demo", "nodes", first, "nodes"] and dash.selected == second
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not dash.queue_pane.table.filter_text and crumb(app).has_class("-root")  # type: ignore[attr-defined]
+
+
 async def test_esc_unmarks_first_then_goes_back(make_runtime: Callable[..., Runtime]) -> None:
     app = HpcApp(make_runtime(), autostart=False)
     async with app.run_test(size=SIZE) as pilot:

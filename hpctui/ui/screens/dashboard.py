@@ -323,15 +323,15 @@ class DashboardScreen(Screen[None]):
 
             raise SkipAction()
         view, node = self.drill.pop()
-        if not self.drill:
-            from hpctui.ui.widgets.panes import FilterInput
+        from hpctui.ui.widgets.panes import FilterInput
 
-            for pane in (self.queue_pane, self.pods_pane):
-                box = pane.query_one(FilterInput)
-                box.value = ""
-                box.add_class("-hidden")
-                pane.table.set_filter("")
-                pane.update_title()
+        outer = self.drill[-1][1] if self.drill else ""  # the level below keeps its node's rows
+        for pane in (self.queue_pane, self.pods_pane):
+            box = pane.query_one(FilterInput)
+            box.value = outer
+            box.set_class(not outer, "-hidden")
+            pane.table.set_filter(outer)
+            pane.update_title()
         self.show_view({"nodes": "heatmap", "jobs": "queue"}.get(view, view))
         self.select_node(node)
         self._crumbs_changed()
