@@ -106,6 +106,7 @@ def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: 
             raise ConfigError(f"{path}: --context given but cluster {cluster!r} has no k8s source")
         for entry in entries:
             entry["context"] = args.context
+    args.loaded_config = config  # the app also needs the keymap and the other clusters (:cluster)
     return runtime_from_config(config, cluster, read_only=read_only, theme=theme)
 
 
@@ -243,9 +244,18 @@ def run_app(argv: Sequence[str]) -> int:
     if theme not in themes:
         sys.stderr.write(f"hpctui: unknown theme {theme!r} (available: {', '.join(sorted(themes))})\n")
         return EXIT_USAGE
+    from hpctui.clusters import ClusterSet
     from hpctui.ui.app import HpcApp
+    from hpctui.ui.keymap import check_keymap
 
-    app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True)
+    config = getattr(args, "loaded_config", None)
+    try:  # [keymap]: unknown ids and bad keys are config errors, before the screen opens
+        keymap = check_keymap(config.keymap, str(args.config or default_config_path())) if config else {}
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
+        return EXIT_USAGE
+    clusters = ClusterSet.from_config(config, read_only=read_only, theme=args.theme) if config else None
+    app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True, keymap=keymap, clusters=clusters)
     try:
         app.run()
     finally:

@@ -60,6 +60,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)  # grouping, racks, palette
     wall: WallSettings = msgspec.field(default_factory=WallSettings)  # --wall display (hpctui/ui/wall_settings.py)
     serve: ServeSettings = msgspec.field(default_factory=ServeSettings)  # `hpctui serve`
+    # binding id -> key(s), e.g. {"node.drain" = "ctrl+d"}; ids and keys checked by hpctui.ui.keymap
+    keymap: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types

@@ -86,6 +86,10 @@ class Runtime:
         task.add_done_callback(self._actions.discard)
         task.add_done_callback(self._record_action)
         return task
+    @property
+    def actions_running(self) -> int:
+        """Actions started and not finished yet (``q`` asks first, ``:cluster`` waits for them)."""
+        return sum(1 for task in self._actions if not task.done())
 
     def _record_action(self, task: asyncio.Task[ActionResult]) -> None:
         """Every action also lands in the store's event timeline (the Events view)."""

@@ -101,6 +101,8 @@ async def shoot_custom(name: str = "custom-result", theme: str = "dark", size: t
             await pilot.pause(0.5)
             path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
     return path
+
+
 async def shoot_mig() -> list[Path]:
     """The MIG wizard on the demo's H100 MIG node: the preview before confirming, and the finished checklist."""
     from hpctui.sources.demo import DemoSource
@@ -185,6 +187,8 @@ async def main_visuals() -> None:
     ]
     for path in shots:
         print(path.relative_to(ROOT))
+
+
 async def wall_shots() -> list[Path]:
     """The wall display (--wall) at 200×60 and 300×80: its first view (heatmap, worst node, problems)
     and, at 200×60, the next view after one rotation (the clock moved by rotate_s)."""
@@ -215,6 +219,16 @@ async def wall_shots() -> list[Path]:
     return paths
 
 
+async def nav_shots() -> list[Path]:
+    """`:` command mode with its matches, and the breadcrumb after drilling into a node and a job."""
+    busy = "gpu0003"  # runs jobs in the seed-1 demo
+    return [
+        await shoot("nav-command", "dark", seed=1, size=(120, 40), keys=("colon", "p")),
+        await shoot("nav-breadcrumb", "dark", seed=1, size=(120, 40),
+                    keys=("g", *busy, "enter", "enter", "enter")),
+    ]
+
+
 async def main() -> None:
     if sys.argv[1:] == ["wall"]:  # only the wall display's shots
         for path in await wall_shots():
@@ -229,13 +243,15 @@ async def main() -> None:
         await shoot("triage-problems", "dark", keys=("p", "4"), seed=1, size=(200, 60)),
         await shoot("triage-events", "dark", keys=("n", "e"), seed=1, size=(200, 60)),
         await shoot("triage-wall", "wall", seed=1, size=(200, 60), keys=("n",)),
-        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
+        await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("J", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
         await shoot_custom(),
         *await wall_shots(),
+        *await nav_shots(),
     ]
     shots += await views_shots()
     shots += await shoot_mig()
+    await main_visuals()
     for path in shots:
         print(path.relative_to(ROOT))
 
@@ -296,8 +312,6 @@ async def views_main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(views_main() if sys.argv[1:] == ["views"] else main())
-    if sys.argv[1:] == ["visuals"]:  # only the chart / GPU table / grouped heatmap shots
-        asyncio.run(main_visuals())
-    else:
-        asyncio.run(main())
+    # `python scripts/screenshots.py [views|visuals|wall]`: all shots, or one group of them
+    only = {"views": views_main, "visuals": main_visuals}.get(sys.argv[1] if sys.argv[1:] else "")
+    asyncio.run(only() if only is not None else main())

@@ -8,8 +8,10 @@ pushes it down into the screen. Actions come back up as ActionRequested.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual import events
@@ -28,6 +30,9 @@ from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
 from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
 
+if TYPE_CHECKING:
+    from hpctui.clusters import ClusterSet
+
 # Hidden fallbacks for the action keys: when the focused pane disables its action
 # bindings (read-only, wall), the key falls through to these and says why.
 _READ_ONLY_FALLBACKS: list[BindingType] = [
@@ -44,8 +49,12 @@ class HpcApp(App[None]):
     BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _READ_ONLY_FALLBACKS
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
-                 autostart: bool = True, handle_signals: bool = False) -> None:
+                 autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
+                 clusters: ClusterSet | None = None) -> None:
         super().__init__()
+        self.keymap = dict(keymap or {})  # binding id -> keys, checked (hpctui.ui.keymap.check_keymap)
+        self.clusters = clusters  # the configured clusters `:cluster NAME` switches between
+        self._refresh_asked = False  # `r` pressed: say so when its data is drawn
         self.handle_signals = handle_signals  # SIGHUP/SIGTERM/SIGINT → a clean exit (hpctui.signals)
         self.exit_signal: int | None = None
         self.runtime = runtime
@@ -86,7 +95,10 @@ class HpcApp(App[None]):
             self.notify(error, title="Theme skipped", severity="warning")
         if self.custom_key_error:
             self.notify(self.custom_key_error, title="Custom action keys not bound", severity="error")
+        if self.keymap:
+            self.set_keymap(self.keymap)
         self.push_screen(self.dashboard)
+        self.screen_change_signal.subscribe(self, lambda _screen: self.update_breadcrumb())
         if self.wall:  # the wall display goes over the dashboard, which it hides for good
             from hpctui.ui.screens.wall import WallScreen
 
@@ -138,6 +150,10 @@ class HpcApp(App[None]):
         if store.version == self._drawn_version:
             return False
         self._drawn_version = store.version
+        if self._refresh_asked:
+            self._refresh_asked = False
+            self.notify(f"refreshed: data of {time.strftime('%H:%M:%S', time.localtime(store.snapshot().time))}",
+                        timeout=2)
         if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
             if not self.wall:  # (the wall screen shows health on its own clock tick)
                 self.dashboard.update_health(store.snapshot())
@@ -155,7 +171,7 @@ class HpcApp(App[None]):
     # -- global actions ---------------------------------------------------------
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(actions_enabled=not self.read_only))
+            self.push_screen(HelpScreen(actions_enabled=not self.read_only, keymap=self.keymap))
 
     def action_cycle_theme(self) -> None:
         names = self.theme_names
@@ -164,6 +180,8 @@ class HpcApp(App[None]):
         self.notify(f"theme: {self.theme}", timeout=1.5)
 
     def action_refresh_now(self) -> None:
+        self._refresh_asked = True
+        self.notify("refresh requested…", timeout=1.5)
         if self.autostart:
             self.runtime.refresh_now()
         else:
@@ -338,16 +356,52 @@ class HpcApp(App[None]):
         self.run_custom_action(name)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand("Refresh now", "Poll every source now", self.action_refresh_now)
-        yield SystemCommand("Next theme", "Cycle hpctui themes", self.action_cycle_theme)
-        yield SystemCommand("Keys", "Show every key", self.action_help)
-        yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name", self.action_go_to)
-        yield SystemCommand("Problems", "Findings of warning and worse, worst first", lambda: self.action_show_view("problems"))
-        yield SystemCommand("Events", "Stored events and actions as a timeline", lambda: self.action_show_view("events"))
-        from hpctui.ui.screens.tableview import view_commands  # partitions, drained, audit (views)
+        """hpctui's own commands only (ctrl+p): every `:` command, the keys of the focused pane,
+        the themes `t` cycles through; not Textual's generic list (its theme picker offers
+        themes that are not ours)."""
+        from hpctui.ui.nav import palette_commands
 
-        yield from view_commands(self)
+        yield from palette_commands(self, screen)
         for action in self.runtime.custom_actions:  # [[custom_actions]]: on the selection of their pane
             yield SystemCommand(f"Custom: {action.name}", f"{action.title} ({action.scope}, run {action.run})",
                                 partial(self.run_custom_action, action.name))
+
+    # -- navigation: `:` commands, the breadcrumb, quitting, other clusters (hpctui.ui.nav) --
+    def action_command_mode(self) -> None:
+        from hpctui.ui.screens.command import CommandScreen
+
+        if isinstance(self.screen, CommandScreen) or not self._back_to_dashboard():
+            return
+        self.hold_keys()
+        names = self.clusters.names if self.clusters is not None else [self.runtime.cluster]
+        self.push_screen(CommandScreen(names, on_mounted=self.release_keys), self._command_entered)
+
+    def _command_entered(self, text: str | None) -> None:
+        if text:
+            self.call_later(self.run_command, text)
+
+    async def run_command(self, text: str) -> None:
+        from hpctui.ui.nav import run_command
+
+        await run_command(self, text)
+
+    def update_breadcrumb(self) -> None:
+        from hpctui.ui.nav import update_breadcrumb
+
+        update_breadcrumb(self)
+
+    async def action_quit(self) -> None:
+        """``q``: at once, unless an action is still running: then ask first."""
+        running = self.runtime.actions_running
+        if not running:
+            self.exit()
+            return
+        from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
+
+        if not isinstance(self.screen, ConfirmQuitScreen):
+            self.push_screen(ConfirmQuitScreen(running), lambda yes: self.exit() if yes else None)
+
+    async def switch_cluster(self, name: str) -> bool:
+        from hpctui.ui.nav import switch_cluster
+
+        return await switch_cluster(self, name)

@@ -50,10 +50,11 @@ GLOBAL_KEYS: tuple[KeySpec, ...] = (
 TRIAGE_KEYS: tuple[KeySpec, ...] = (
     KeySpec("app.problems", "p", "show_view('problems')", "Problems", "global"),
     KeySpec("app.events", "e", "show_view('events')", "Events", "global"),
-    KeySpec("app.jobs", "j", "show_view('queue')", "Jobs", "global", show=False),
+    KeySpec("app.jobs", "J", "show_view('queue')", "Jobs", "global", show=False),
     KeySpec("app.next_problem", "n", "next_problem(1)", "Next problem", "global"),
     KeySpec("app.prev_problem", "N", "next_problem(-1)", "Prev problem", "global", show=False),
     KeySpec("app.goto", "g", "go_to", "Go to", "global"),
+    KeySpec("app.command", "colon", "command_mode", "Command", "global", show=False, key_display=":"),
     KeySpec("app.workload", "w", "workload_here", "Jobs/pods here", "global", show=False),
 )
 HEATMAP_KEYS: tuple[KeySpec, ...] = (
@@ -96,13 +97,13 @@ QUEUE_KEYS: tuple[KeySpec, ...] = (
 JOB_ACTION_KEYS: tuple[KeySpec, ...] = (
     _act("job.requeue", "R", ActionKind.REQUEUE_JOBS, "Requeue", "queue"),
     _act("job.requeuehold", "H", ActionKind.REQUEUE_HOLD_JOBS, "Requeue+hold", "queue"),
-    _act("job.hold", "h", ActionKind.HOLD_JOBS, "Hold", "queue"),
-    _act("job.release", "l", ActionKind.RELEASE_JOBS, "Release", "queue"),
+    _act("job.hold", "z", ActionKind.HOLD_JOBS, "Hold", "queue"),
+    _act("job.release", "Z", ActionKind.RELEASE_JOBS, "Release", "queue"),
     _act("job.cancel", "x", ActionKind.CANCEL_JOBS, "Cancel", "queue"),
 )
 POD_KEYS: tuple[KeySpec, ...] = (
     KeySpec("pod.describe", "enter", "pod_detail('describe')", "Describe", "pods"),
-    KeySpec("pod.logs", "l", "pod_detail('logs')", "Logs", "pods"),
+    KeySpec("pod.logs", "L", "pod_detail('logs')", "Logs", "pods"),
     _act("pod.delete", "ctrl+d", ActionKind.DELETE_PODS, "Delete", "pods"),
 )
 LINKS_KEYS: tuple[KeySpec, ...] = (
@@ -113,15 +114,28 @@ MIG_KEYS: tuple[KeySpec, ...] = (
     KeySpec("node.mig", "M", "mig_wizard", "MIG wizard", "heatmap", kind=ActionKind.MIG_RECONFIGURE,
             show=False),
 )
+# vi movement (k9s, htop): the same ids in every pane, so one keymap line moves them all.
+# ``action`` is a placeholder: each widget binds the ids to its own move (see ``move_bindings``).
+MOVE_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("move.down", "j", "down", "Cursor down", "move", show=False),
+    KeySpec("move.up", "k", "up", "Cursor up", "move", show=False),
+    KeySpec("move.left", "h", "left", "Cursor left / scroll left", "move", show=False),
+    KeySpec("move.right", "l", "right", "Cursor right / scroll right", "move", show=False),
+)
+# View stack (k9s): enter drills down, escape goes back one level.
+STACK_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("stack.back", "escape", "stack_back", "Back", "move", show=False, key_display="esc"),
+)
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
-            + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS)
+            + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS + MOVE_KEYS + STACK_KEYS)
 ALL_KEYS += MIG_KEYS
 ALL_KEYS += HEATMAP_VIEW_KEYS  # visuals
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",
     "queue": "Slurm queue", "links": "IB links / mounts", "pods": "K8s pods",
+    "move": "Moving (every pane and detail view)",
 }
 
 
@@ -135,7 +149,16 @@ def app_bindings(*groups: tuple[KeySpec, ...]) -> list[BindingType]:
             for group in groups for spec in group]
 
 
-def display_key(spec: KeySpec) -> str:
+def move_bindings(down: str, up: str, left: str, right: str) -> list[BindingType]:
+    """j/k/h/l bound to a widget's own moves, under the shared ``move.*`` ids."""
+    actions = {"move.down": down, "move.up": up, "move.left": left, "move.right": right}
+    return [Binding(spec.key, actions[spec.id], spec.description, show=False, id=spec.id) for spec in MOVE_KEYS]
+
+
+def display_key(spec: KeySpec, keymap: dict[str, str] | None = None) -> str:
+    """The key as the user sees it: the keymap's remapping when there is one."""
+    if keymap and spec.id in keymap:
+        return keymap[spec.id]
     return spec.key_display or spec.key
 
 
@@ -143,7 +166,8 @@ def display_key(spec: KeySpec) -> str:
 CUSTOM_SCOPE_PANES = {"nodes": "heatmap", "jobs": "queue", "pods": "pods"}  # action scope -> key scope
 # keys a pane's widget binds itself (cursor movement), beyond the registry
 _PANE_NAV_KEYS = frozenset({"up", "down", "left", "right", "pageup", "pagedown", "home", "end", "tab",
-                            "shift+tab", "enter", "escape", "space", "colon", "ctrl+p", "ctrl+q", "ctrl+c"})
+                            "shift+tab", "enter", "escape", "space", "colon", "ctrl+p", "ctrl+q", "ctrl+c",
+                            "j", "k", "h", "l"})
 
 
 class CustomKeyError(ValueError):

@@ -183,7 +183,7 @@ async def test_pod_keys_describe_logs_delete(lab: K8sLab, tmp_path: Path) -> Non
         assert "WARNING  BackOff: Back-off pulling image" in screen.text and "\x1b" not in screen.text
         await pilot.press("escape")
 
-        await pilot.press("l")  # no kubelet here: the server's refusal is shown as text
+        await pilot.press("L")  # no kubelet here: the server's refusal is shown as text
         await _wait(pilot, lambda: isinstance(app.screen, PodDetailScreen) and app.screen.text is not None,
                     "the logs answer")
         assert isinstance(app.screen, PodDetailScreen) and "pods/log" in (app.screen.text or "")

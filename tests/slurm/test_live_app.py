@@ -225,8 +225,8 @@ async def test_hold_release_cancel_and_reboot_from_the_ui(lab: SlurmLab, tmp_pat
         queue.set_filter(pending)
         await wait_for(pilot, lambda: queue.cursor_key == pending, 10, "pending job under the cursor")
         held = ("JobHeldUser", "JobHeldAdmin")  # root's hold is an admin hold
-        for key, check in (("h", lambda s: s is not None and s[1] in held),
-                           ("l", lambda s: s is not None and s[1] not in held),
+        for key, check in (("z", lambda s: s is not None and s[1] in held),
+                           ("Z", lambda s: s is not None and s[1] not in held),
                            ("x", lambda s: s is None or s[0] in ("CANCELLED", "COMPLETING"))):
             dialog = await run_dialog(app, pilot, key)
             assert dialog.result is not None and dialog.result.ok, (key, dialog.result)

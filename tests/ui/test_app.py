@@ -197,7 +197,7 @@ async def test_wall_mode_is_read_only(make_runtime: Callable[..., Runtime]) -> N
             await pilot.pause()
             assert app.screen is dashboard, f"{key!r} opened {type(app.screen).__name__}"
         app.screen.query_one(QueueTable).focus()
-        for key in ("x", "R", "H", "h", "l"):  # every job action key on the queue
+        for key in ("x", "R", "H", "z", "Z"):  # every job action key on the queue
             await pilot.press(key)
             await pilot.pause()
             assert app.screen is dashboard, f"{key!r} opened {type(app.screen).__name__}"

@@ -327,7 +327,7 @@ async def test_job_actions_from_the_job_detail(make_runtime: Callable[..., Runti
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, JobDetailScreen)
-        await pilot.press("h")
+        await pilot.press("z")
         await pilot.pause()
         assert isinstance(app.screen, ActionDialog) and app.screen.plan.targets == (job.display_id,)
     ro = HpcApp(make_runtime(read_only=True), autostart=False)

@@ -27,7 +27,7 @@ def test_dashboard_snapshot(snap_compare: Any, make_runtime: Callable[..., Runti
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-@pytest.mark.parametrize("keys", [("p", "4"), ("n", "e"), ("j", "slash", *"gpu0003", "enter"), ("g", *"gpu[0010-0012]")],
+@pytest.mark.parametrize("keys", [("p", "4"), ("n", "e"), ("J", "slash", *"gpu0003", "enter"), ("g", *"gpu[0010-0012]")],
                          ids=["problems", "events", "hostlist-filter", "goto"])
 def test_triage_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], keys: tuple[str, ...]) -> None:
     """Issue #11: the problem list (a node selected by its number), the event timeline, the queue

@@ -14,12 +14,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
 from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
+from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
+from hpctui.ui.keys import STACK_KEYS, bindings
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.events import EventsPane
@@ -62,7 +65,7 @@ PANES = {"heatmap": "heatmap-pane", **VIEWS, "pods": "pods-pane", "ib": "ib-pane
 class DashboardScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     # enter on an IB, mount or pod row selects its node (tables without an enter of their own)
-    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False)]
+    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False), *bindings(STACK_KEYS)]
 
     def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
@@ -92,11 +95,13 @@ class DashboardScreen(Screen[None]):
         self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
         self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
         self.view = "problems" if wall else "queue"
+        self.drill: list[tuple[str, str]] = []  # view stack inside the dashboard: (from pane, node), enter/esc
         if wall:
             self.add_class("-wall")
 
     def compose(self) -> ComposeResult:
         yield StatusLine("starting…", id="status", markup=False)
+        yield Breadcrumb(id="breadcrumb")
         with Vertical(id="main"):
             with Horizontal(id="top", classes="row"):
                 yield HeatmapPane(self.heatmap, id="heatmap-pane")
@@ -260,7 +265,8 @@ class DashboardScreen(Screen[None]):
             self.notify(target.error, severity="warning", timeout=3)
             return
         if len(target.nodes) > 1 and target.job is None:  # a hostlist: mark it (a job's nodes are not
-            self.heatmap.action_clear_marks()             # marked: marks are action targets)
+            if self.heatmap.marked:                       # marked: marks are action targets)
+                self.heatmap.action_clear_marks()
             for node in target.nodes:
                 self.heatmap.select(node)
                 self.heatmap.action_toggle_mark()
@@ -274,11 +280,14 @@ class DashboardScreen(Screen[None]):
             self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3)
 
     def workload_here(self) -> None:
-        """``w``: the selected node's jobs and pods as rows (the queue and pod filters set to
-        the node; a job on ``gpu[0002-0005]`` matches ``gpu0003``), the queue focused."""
+        """``w`` / ``enter`` on a node: the selected node's jobs and pods as rows (the queue and
+        pod filters set to the node; a job on ``gpu[0002-0005]`` matches ``gpu0003``), the queue
+        focused. A level of the view stack: ``esc`` goes back to the heatmap."""
         node = self.selected
         if node is None:
             return
+        if not self.drill or self.drill[-1][1] != node:
+            self.drill.append((self.pane_name(), node))
         from hpctui.ui.widgets.panes import FilterInput
 
         for pane in (self.queue_pane, self.pods_pane):
@@ -301,8 +310,55 @@ class DashboardScreen(Screen[None]):
         event.stop()
         self.select_node(event.node)
 
+    # -- view stack (k9s): enter drills down, esc goes back ----------------------
+    def pane_name(self) -> str:
+        """The focused pane as a `:` command names it (nodes, jobs, pods, ib, …)."""
+        node: DOMNode | None = self.focused
+        while node is not None and node is not self:
+            for name, pane_id in PANES.items():
+                if node.id == pane_id or (name == "heatmap" and node is self.heatmap):
+                    return {"heatmap": "nodes", "queue": "jobs"}.get(name, name)
+            node = node.parent
+        return "nodes"
+
+    def stack_levels(self) -> list[str]:
+        levels = [part for view, node in self.drill for part in (view, node)]
+        return [*levels, self.pane_name()]
+
+    def action_stack_back(self) -> None:
+        """esc: undo the last drill-down (the node filters go, the pane it came from is focused)."""
+        if not self.drill:
+            from textual.actions import SkipAction
+
+            raise SkipAction()
+        view, node = self.drill.pop()
+        from hpctui.ui.widgets.panes import FilterInput
+
+        outer = self.drill[-1][1] if self.drill else ""  # the level below keeps its node's rows
+        for pane in (self.queue_pane, self.pods_pane):
+            box = pane.query_one(FilterInput)
+            box.value = outer
+            box.set_class(not outer, "-hidden")
+            pane.table.set_filter(outer)
+            pane.update_title()
+        self.show_view({"nodes": "heatmap", "jobs": "queue"}.get(view, view))
+        self.select_node(node)
+        self._crumbs_changed()
+
+    def _crumbs_changed(self) -> None:
+        update = getattr(self.app, "update_breadcrumb", None)
+        if callable(update):
+            update()
+
+    def on_descendant_focus(self) -> None:
+        self._crumbs_changed()
+
     def action_select_row_node(self) -> None:
         focused = self.focused
+        if focused is self.heatmap:  # enter on a node: drill down to its jobs and pods
+            self.workload_here()
+            self._crumbs_changed()
+            return
         row = getattr(focused, "cursor_row", None)
         node = getattr(getattr(row, "port", None), "node", None) or getattr(getattr(row, "mount", None), "node", None)
         if node is None and focused is self.pods_pane.table:

@@ -19,6 +19,7 @@ from hpctui.sources.slurm.accounting import AccountingInfo
 from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
 from hpctui.ui.keys import JOB_ACTION_KEYS, TRIAGE_KEYS, app_bindings, bindings
+from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
@@ -86,7 +87,7 @@ def job_lines(job: SlurmJob, now: float) -> Content:
 
 class JobDetailScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,enter,q", "dismiss_screen", "Close"), *app_bindings(TRIAGE_KEYS),
-                *bindings(JOB_ACTION_KEYS), Binding("s", "select_nodes", "Select its nodes")]
+                *bindings(JOB_ACTION_KEYS), Binding("s", "select_nodes", "Select its nodes"), *SCROLL_BINDINGS]
     DEFAULT_CSS = """
     JobDetailScreen { align: center middle; }
     JobDetailScreen > Vertical {
@@ -104,7 +105,7 @@ class JobDetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Slurm job {self.job.display_id}  (esc: close · s: select its nodes · R H h l x: act)",
+            yield Label(f"Slurm job {self.job.display_id}  (esc: close · j/k: scroll · s: select its nodes · R H z Z x: act)",
                         id="job-title")
             with VerticalScroll():
                 yield Static(job_lines(self.job, self.runtime.clock()), id="job-body")
@@ -126,6 +127,9 @@ class JobDetailScreen(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def action_scroll_body(self, dx: int, dy: int) -> None:
+        scroll_body(self, dx, dy)
 
     def action_select_nodes(self) -> None:
         """Close and select the job's nodes everywhere (several: marked, the first selected)."""

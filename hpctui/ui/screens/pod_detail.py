@@ -15,13 +15,14 @@ from textual.widgets import Label, Static
 
 from hpctui.model import Pod
 from hpctui.sanitize import clean_text
+from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
 
 
 class PodDetailScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "dismiss_screen", "Close")]
+    BINDINGS = [Binding("escape", "dismiss_screen", "Close"), *SCROLL_BINDINGS]
     DEFAULT_CSS = """
     PodDetailScreen { align: center middle; }
     PodDetailScreen > Vertical { width: 95%; height: 90%; border: thick $primary; background: $surface; }
@@ -62,3 +63,6 @@ class PodDetailScreen(ModalScreen[None]):
 
     def action_dismiss_screen(self) -> None:
         self.dismiss(None)
+
+    def action_scroll_body(self, dx: int, dy: int) -> None:
+        scroll_body(self, dx, dy)

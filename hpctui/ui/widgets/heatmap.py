@@ -15,6 +15,7 @@ from functools import partial
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.geometry import Size
@@ -43,7 +44,15 @@ from hpctui.ui.heat import (
     node_names,
 )
 from hpctui.ui.heatmap_settings import GROUP_ORDER, HeatmapSettings
-from hpctui.ui.keys import HEATMAP_KEYS, HEATMAP_VIEW_KEYS, MIG_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, bindings
+from hpctui.ui.keys import (
+    HEATMAP_KEYS,
+    HEATMAP_VIEW_KEYS,
+    MIG_KEYS,
+    NODE_ACTION_KEYS,
+    NODE_JOB_ACTION_KEYS,
+    bindings,
+    move_bindings,
+)
 from hpctui.ui.labels import unique_labels
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.palette import Palette
@@ -54,6 +63,7 @@ _NAV: list[BindingType] = [
     Binding("left", "move(-1,0)", "Left", show=False), Binding("right", "move(1,0)", "Right", show=False),
     Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
     Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
+    *move_bindings("move(0,1)", "move(0,-1)", "move(-1,0)", "move(1,0)"),
 ]
 
 
@@ -547,6 +557,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.post_message(self.MarksChanged(self.marked_nodes))
 
     def action_clear_marks(self) -> None:
+        if not self.marked:  # nothing to unmark: esc goes on to the view stack (back)
+            raise SkipAction()
         if self.marked:
             self.marked.clear()
             self._invalidate()

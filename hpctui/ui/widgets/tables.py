@@ -219,7 +219,7 @@ def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
 
 
 class PodTable(ActingTable[Pod]):
-    """K8s pods, keys as k9s users expect: enter describes, l shows logs, ctrl+d deletes."""
+    """K8s pods: enter describes, L shows logs (l moves, as in every pane), ctrl+d deletes."""
 
     BINDINGS = bindings(POD_KEYS)
 

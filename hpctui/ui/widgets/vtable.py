@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
@@ -27,7 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
-from hpctui.ui.keys import TABLE_KEYS, bindings
+from hpctui.ui.keys import TABLE_KEYS, bindings, move_bindings
 from hpctui.ui.palette import Palette
 
 T = TypeVar("T")
@@ -126,6 +127,7 @@ _NAV: list[BindingType] = [
     Binding("pageup", "page(-1)", show=False), Binding("pagedown", "page(1)", show=False),
     Binding("home", "jump(0)", show=False), Binding("end", "jump(-1)", show=False),
     Binding("left", "scroll_left", show=False), Binding("right", "scroll_right", show=False),
+    *move_bindings("move(1)", "move(-1)", "scroll_left", "scroll_right"),
 ]
 
 
@@ -501,6 +503,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self.refresh()
 
     def action_clear_marks(self) -> None:
+        if not self.marked:  # nothing to unmark: esc goes on to the view stack (back)
+            raise SkipAction()
         if self.marked:
             self.marked.clear()
             self._lines.clear()

@@ -1,0 +1,158 @@
+"""Navigation of the app, kept out of app.py: `:` commands, the breadcrumb, the command
+palette's entries, and switching to another configured cluster at run time."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from textual.app import SystemCommand
+from textual.screen import Screen
+
+from hpctui.ui.breadcrumb import Breadcrumb, crumbs, screen_crumb
+from hpctui.ui.commands import COMMANDS, Command, parse
+from hpctui.ui.keys import ALL_KEYS
+
+if TYPE_CHECKING:
+    from hpctui.ui.app import HpcApp
+
+
+def _dashboard_screens(app: HpcApp) -> list[Screen[object]]:
+    """Screens stacked over the dashboard, bottom first."""
+    stack = list(app.screen_stack)
+    if app.dashboard in stack:
+        return stack[stack.index(app.dashboard) + 1:]
+    return []
+
+
+def update_breadcrumb(app: HpcApp) -> None:
+    dashboard = app.dashboard
+    if not dashboard.is_attached or app.shutting_down:
+        return
+    try:
+        crumb = dashboard.query_one(Breadcrumb)
+    except Exception:  # the layout may have been recomposed without it
+        return
+    screens = _dashboard_screens(app)
+    parts = crumbs(app.runtime.cluster, dashboard.stack_levels(), screens)
+    root = not dashboard.drill and not any(screen_crumb(s) for s in screens)
+    crumb.show_parts(parts, root)
+
+
+def open_screen(app: HpcApp, command: Command) -> None:
+    """Push a full-screen view by its contract name; a view not built yet is a notice."""
+    assert command.screen is not None
+    module_name, class_name = command.screen
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        app.notify(f":{command.name}: this view is not available yet", severity="warning", timeout=3)
+        return
+    if app._back_to_dashboard():
+        app.push_screen(cls(app.runtime))
+
+
+async def run_command(app: HpcApp, text: str) -> None:
+    command, word, arg = parse(text)
+    if command is None:
+        if word:
+            app.notify(f"unknown command :{word} (try :help, or tab to complete)", severity="warning", timeout=3)
+        return
+    if command.pane is not None:
+        app.action_show_view(command.pane)
+    elif command.screen is not None:
+        open_screen(app, command)
+    elif command.name == "cluster":
+        if not arg:
+            names = app.clusters.names if app.clusters is not None else [app.runtime.cluster]
+            app.notify(f"cluster {app.runtime.cluster}; configured: {', '.join(names)}", timeout=4)
+        else:
+            await app.switch_cluster(arg)
+    elif command.name == "help":
+        app.action_help()
+    elif command.name == "quit":
+        await app.action_quit()
+
+
+async def switch_cluster(app: HpcApp, name: str) -> bool:
+    """Stop this cluster's runtime (its pollers), build and start the other one's (its own
+    sources, store, health), and show it on a fresh dashboard. False (and a notice) if not."""
+    from hpctui.ui.screens.dashboard import DashboardScreen
+
+    if name == app.runtime.cluster:
+        app.notify(f"already on cluster {name}", timeout=2)
+        return False
+    if app.clusters is None or name not in app.clusters.names:
+        known = ", ".join(app.clusters.names) if app.clusters is not None else app.runtime.cluster
+        app.notify(f"no cluster named {name!r} (configured: {known})", severity="warning", timeout=4)
+        return False
+    if app.runtime.actions_running:
+        app.notify(f"an action is running on {app.runtime.cluster}: switch when it has finished",
+                   severity="warning", timeout=4)
+        return False
+    try:
+        runtime = app.clusters.build(name)
+    except Exception as exc:  # a source that cannot be built is a notice, the old cluster stays
+        app.notify(f"cluster {name}: {type(exc).__name__}: {exc}", severity="error", timeout=6)
+        return False
+    while app.screen is not app.dashboard and len(app.screen_stack) > 2:
+        await app.pop_screen()
+    if app._clock is not None:
+        app._clock.stop()
+        app._clock = None
+    old = app.runtime
+    await old.stop()
+    app.runtime = runtime
+    app.read_only = runtime.read_only or app.wall
+    dashboard = DashboardScreen(runtime, wall=app.wall, actions_enabled=not app.read_only)
+    await app.pop_screen()  # the old dashboard goes first: the new one takes its id
+    await app.push_screen(dashboard)
+    app.dashboard = dashboard
+    app._drawn_version = -1
+    app._drawn_data_version = -1
+    app._pending = False
+    if app.autostart:
+        app._start_runtime()
+    else:
+        await runtime.collect_once()
+        app.refresh_from_store()
+    app.notify(f"cluster {name}", timeout=2)
+    app.update_breadcrumb()
+    return True
+
+
+def palette_commands(app: HpcApp, screen: Screen[object]) -> Iterable[SystemCommand]:
+    """hpctui's own entries for ctrl+p: `:` commands, the focused pane's keys, our themes."""
+    for command in COMMANDS:
+        if command.arg == "cluster":
+            names = app.clusters.names if app.clusters is not None else []
+            for name in names:
+                if name != app.runtime.cluster:
+                    yield SystemCommand(f":cluster {name}", f"Switch to cluster {name}",
+                                        lambda n=name: app.call_later(app.switch_cluster, n))
+            continue
+        yield SystemCommand(f":{command.name}", command.description,
+                            lambda c=command.name: app.call_later(app.run_command, c))
+    yield SystemCommand("Refresh now", "Poll every source now (r)", app.action_refresh_now)
+    yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name (g)", app.action_go_to)
+    yield SystemCommand("Keys", "Every key and command (?)", app.action_help)
+    for name in app.theme_names:
+        yield SystemCommand(f"Theme: {name}", "Switch to this hpctui theme (t cycles)",
+                            lambda n=name: setattr(app, "theme", n))
+    # The focused pane's own keys (drain, hold, logs, …): what its footer offers, by description.
+    seen: set[str] = set()
+    descriptions = {spec.id: spec.description for spec in ALL_KEYS}
+    for key, active in screen.active_bindings.items():
+        binding = active.binding
+        if not active.enabled or not binding.description or binding.id is None or binding.id not in descriptions:
+            continue
+        if binding.id.startswith(("app.", "move.", "stack.")) or binding.description in seen:
+            continue
+        seen.add(binding.description)
+        node = active.node
+
+        def run(action: str = binding.action, target: object = node) -> None:
+            app.call_later(app.run_action, action, target)
+
+        yield SystemCommand(binding.description, f"{binding.id} · key {key}", run)
