@@ -360,7 +360,7 @@ def test_keymap_is_checked() -> None:
 
 
 async def test_keymap_remaps_keys_footer_and_help(make_runtime: Callable[..., Runtime]) -> None:
-    keymap = check_keymap({"node.drain": "ctrl+t", "move.down": "ctrl+n", "app.problems": "P"})
+    keymap = check_keymap({"node.drain": "ctrl+t", "move.down": "ctrl+n", "app.problems": "f4"})
     app = HpcApp(make_runtime(), autostart=False, keymap=keymap)
     async with app.run_test(size=SIZE) as pilot:
         await load(app, pilot)
@@ -373,7 +373,7 @@ async def test_keymap_remaps_keys_footer_and_help(make_runtime: Callable[..., Ru
         assert app.screen is app.dashboard
         await pilot.press("ctrl+n")
         assert heat.cursor == heat._cols
-        await pilot.press("P")
+        await pilot.press("f4")
         await pilot.pause()
         assert app.dashboard.view == "problems"
         heat.focus()

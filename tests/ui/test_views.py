@@ -171,8 +171,9 @@ async def test_palette_opens_each_view(make_runtime: Callable[..., Runtime]) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await load(app, pilot)
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        for title, cls in (("Partitions", PartitionsScreen), ("Drained", DrainedScreen), ("Audit", AuditScreen)):
+        for title, cls in ((":partitions", PartitionsScreen), (":drained", DrainedScreen), (":audit", AuditScreen)):
             commands[title].callback()
+            await pilot.pause()
             await pilot.pause()
             assert isinstance(app.screen, cls) and app.screen.table.has_focus
             await pilot.press("escape")

@@ -266,7 +266,7 @@ class DashboardScreen(Screen[None]):
             return
         if len(target.nodes) > 1 and target.job is None:  # a hostlist: mark it (a job's nodes are not
             if self.heatmap.marked:                       # marked: marks are action targets)
-                self.heatmap.action_clear_marks()
+                self.heatmap.clear_marks()
             for node in target.nodes:
                 self.heatmap.select(node)
                 self.heatmap.action_toggle_mark()

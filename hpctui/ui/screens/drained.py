@@ -133,7 +133,7 @@ class DrainedScreen(TableViewScreen):
             return
         heatmap = dashboard.heatmap
         known = [n for n in row.nodes if heatmap.knows(n)]
-        heatmap.action_clear_marks()  # marks are action targets: exactly this row's nodes, as ``g`` does
+        heatmap.clear_marks()  # marks are action targets: exactly this row's nodes, as ``g`` does
         for node in known:
             heatmap.select(node)
             heatmap.action_toggle_mark()

@@ -6,12 +6,10 @@ open and goes back otherwise; ``j``/``k`` move the cursor like the arrow keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual import on
-from textual.app import ComposeResult, SystemCommand
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
@@ -102,24 +100,3 @@ class TableViewScreen(Screen[None]):
 
     def apply_filter(self, text: str) -> None:
         self.table.set_filter(text)
-
-
-VIEWS = {  # name -> (module, class, palette help); nav's ``:`` command mode opens the same classes
-    "partitions": ("hpctui.ui.screens.partitions", "PartitionsScreen", "Partitions: state, nodes, GPUs, jobs (sinfo -s)"),
-    "drained": ("hpctui.ui.screens.drained", "DrainedScreen", "Drained/down/cordoned nodes: who, when, why (sinfo -R)"),
-    "audit": ("hpctui.ui.screens.audit", "AuditScreen", "Audit trail: every action, filterable"),
-}
-
-
-def open_view(app: Any, name: str) -> None:
-    """Push view ``name`` over the dashboard (imported on first use)."""
-    import importlib
-
-    module, cls, _ = VIEWS[name]
-    app.push_screen(getattr(importlib.import_module(module), cls)(app.runtime))
-
-
-def view_commands(app: Any) -> Iterator[SystemCommand]:
-    """Command palette entries for the views."""
-    for name, (_, _, help_text) in VIEWS.items():
-        yield SystemCommand(name.capitalize(), help_text, partial(open_view, app, name))

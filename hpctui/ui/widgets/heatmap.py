@@ -559,6 +559,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def action_clear_marks(self) -> None:
         if not self.marked:  # nothing to unmark: esc goes on to the view stack (back)
             raise SkipAction()
+        self.clear_marks()
+
+    def clear_marks(self) -> None:
+        """Unmark every node (callers that set marks of their own: go-to, the drained view)."""
         if self.marked:
             self.marked.clear()
             self._invalidate()
