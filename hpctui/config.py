@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 import platformdirs
 
+from hpctui.actions.plans import ActionSettings
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
@@ -51,6 +52,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     audit_log: str | None = None
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
+    actions: ActionSettings = msgspec.field(default_factory=ActionSettings)  # [actions] drain_in, k8s_drain
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
