@@ -143,19 +143,11 @@ class ActionExecutor:
         try:
             if refused is None:
                 gone = [s for s in (plan.steps or (plan,)) if self._backend(s.source) is None]
-                if gone:
-                    refused = f"source {gone[0].source!r} is gone"
-                else:
-                    refused = self._intent(plan, action_id, started)
-                if refused is None and plan.steps:
+                refused = f"source {gone[0].source!r} is gone" if gone else self._intent(plan, action_id, started)
+                if refused is None:
                     try:
-                        results = await self._run_steps(plan, action_id, steps)
-                    except asyncio.CancelledError:
-                        interrupted = True
-                        raise
-                elif refused is None:
-                    try:
-                        results = await self._run_one(plan)
+                        results = await (self._run_steps(plan, action_id, steps) if plan.steps
+                                         else self._run_one(plan))
                     except asyncio.CancelledError:
                         interrupted = True
                         raise
