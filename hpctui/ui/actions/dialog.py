@@ -262,7 +262,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             hint = f"enter: {run.label}"
         else:
             hint = "tab: move to the confirm button"
-        if not self.plan.runnable and self.result is None:
+        editing = isinstance(focused, Input) and focused.id != "confirm"
+        if not self.plan.runnable and self.result is None and not editing:
             hint = "cannot run: see ✗ above · esc: back"
         self.query_one("#hint", Static).update(Text(hint + "   esc: back" if "esc" not in hint else hint))
 
