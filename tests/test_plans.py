@@ -310,3 +310,19 @@ async def test_demo_drain_and_resume_in_both_end_to_end(tmp_path: Path) -> None:
         assert node.k8s is not None and not node.k8s.unschedulable
     finally:
         await rt.stop()
+
+
+def test_a_k8s_source_without_a_node_list_blocks_a_hybrid_drain(tmp_path: Path) -> None:
+    """Not knowing which targets are K8s nodes must not quietly become a Slurm-only drain."""
+    from hpctui.model import SourceHealth
+
+    ex, _, _ = executor(tmp_path)
+    snap = snapshot()
+    snap = ClusterSnapshot(cluster="c", time=0.0, nodes=snap.nodes, sources={
+        "k8s": SourceHealth(name="k8s", kind="k8s", last_success=1.0,
+                            part_errors={"k8s_nodes": "nodes: not listed yet"})})
+    plan = ex.plan(ActionKind.DRAIN_NODES, ["gpu02"], {"reason": "r"}, snap)
+    assert not plan.runnable
+    assert "the k8s source has no node list (nodes: not listed yet): cannot tell which targets are Kubernetes " \
+           "nodes; retry, or pass drain_in=slurm" in plan.errors
+    assert ex.plan(ActionKind.DRAIN_NODES, ["gpu02"], {"reason": "r", "drain_in": "slurm"}, snap).runnable

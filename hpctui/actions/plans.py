@@ -66,6 +66,12 @@ def hybrid_plan(kind: ActionKind, targets: Sequence[str], params: dict[str, str]
             return None  # nothing can do it: the executor says so
         errors.append(f"drain_in=k8s but no configured source can {k8s_kind.value}")
         return ActionPlan(kind=kind, source="-", targets=tuple(targets), params=params)
+    if k8s_be is not None and k8s_be is not slurm_be:
+        health = snapshot.sources.get(k8s_be.name)
+        if health is not None and (health.last_success is None or "k8s_nodes" in health.part_errors):
+            why = health.part_errors.get("k8s_nodes") or health.last_error or "no successful read yet"
+            errors.append(f"the {k8s_be.name} source has no node list ({why}): cannot tell which targets are "
+                          f"Kubernetes nodes; retry, or pass drain_in=slurm")
     slurm_t: list[str] = []
     k8s_t: list[str] = []
     primary = slurm_t if slurm_be is not None else k8s_t

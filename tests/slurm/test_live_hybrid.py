@@ -118,6 +118,18 @@ def test_drain_and_resume_a_node_in_both_schedulers_with_one_action(lab: SlurmLa
                       "--config", str(slurm_only))
         assert only.returncode == 0, only.stdout + only.stderr
         assert "Reason=slurm only" in slurm_state(lab, "gpu02") and not unschedulable(kube)
+
+        # K8s side as kubectl drain: cordon + eviction (the DaemonSet pod stays), per action
+        kube.make_pod("hpc", "node-agent", K8S_NODE, owner=("DaemonSet", "node-agent"))
+        evict = hpctui(lab, tmp_path, "drain", "--targets", "gpu02", "--reason", "evict too", "--yes",
+                       "--param", "k8s_drain=evict", "--param", "grace_period_s=0", "--config", str(cfg))
+        assert evict.returncode == 0, evict.stdout + evict.stderr
+        assert "step 2 k8s k8s_drain: 1/1 ok" in evict.stdout and "evicted 1 pod(s)" in evict.stdout, evict.stdout
+        assert unschedulable(kube)
+        assert kube.http("GET", "/api/v1/namespaces/hpc/pods/infer")[0] == 404
+        assert kube.http("GET", "/api/v1/namespaces/hpc/pods/node-agent")[0] == 200
+        back = hpctui(lab, tmp_path, "resume", "--targets", "gpu02", "--yes", "--config", str(cfg))
+        assert back.returncode == 0 and not unschedulable(kube), back.stdout + back.stderr
     finally:
         lab.run("scancel", jid, check=False)
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]

@@ -70,6 +70,9 @@ async def test_enter_on_a_fresh_dialog_and_in_the_reason_field(make_runtime: Cal
         reason = dialog.query_one("#param-reason", Input)
         assert dialog.focused is reason
         assert "nothing runs yet" in text_of(dialog.query_one("#hint", Static))
+        await pilot.press("enter")  # empty required reason: stay there
+        await pilot.pause()
+        assert dialog.focused is reason and dialog.result is None
         await pilot.press(*"xid 79", "enter")
         await pilot.pause()
         assert dialog.result is None and not dialog.running, "enter in the reason field must not run the drain"

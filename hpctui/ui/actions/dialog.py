@@ -284,6 +284,9 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             if not self.query_one("#run", Button).disabled:
                 self._start()
             return
+        if not event.input.value.strip():
+            self.app.bell()  # a required field: stay until it is filled
+            return
         fields = [self.query_one(f"#param-{n}", Input) for n in REQUIRED_PARAMS.get(self.kind, ())]
         later = fields[fields.index(event.input) + 1:] if event.input in fields else []
         nxt: Widget = next((f for f in later if not f.value.strip()), None) or self._next_after_params()
