@@ -44,8 +44,8 @@ def kube() -> Iterator[K8sLab]:
         bed.stop()
 
 
-def config(tmp_path: Path, lab: SlurmLab, kube: K8sLab, extra: str = "") -> Path:
-    path = tmp_path / "config.toml"
+def config(tmp_path: Path, lab: SlurmLab, kube: K8sLab, extra: str = "", name: str = "config.toml") -> Path:
+    path = tmp_path / name
     path.write_text(f"""audit_log = "{tmp_path / 'audit.jsonl'}"
 {extra}
 [clusters.lab]
@@ -113,7 +113,8 @@ def test_drain_and_resume_a_node_in_both_schedulers_with_one_action(lab: SlurmLa
         assert not unschedulable(kube)
 
         # configured default Slurm only: the K8s node is left alone
-        slurm_only = config(tmp_path, lab, kube, extra='[actions]\ndrain_in = "slurm"\n')
+        slurm_only = config(tmp_path, lab, kube, extra='[actions]\ndrain_in = "slurm"\n',
+                            name="slurm-only.toml")
         only = hpctui(lab, tmp_path, "drain", "--targets", "gpu02", "--reason", "slurm only", "--yes",
                       "--config", str(slurm_only))
         assert only.returncode == 0, only.stdout + only.stderr
