@@ -198,7 +198,10 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(TITLES.get(self.kind, self.kind.value), id="title")
+            title = TITLES.get(self.kind, self.kind.value)
+            if self.plan.steps:  # a plan spanning backends says so up front
+                title += " · " + " → ".join(step.label for step in self.plan.steps)
+            yield Label(title, id="title")
             for name in REQUIRED_PARAMS.get(self.kind, ()):
                 kept = self.prefilled.get(name)
                 yield Input(value=self.params.get(name, ""),
