@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.actions.base import JOB_ACTIONS, NAME_ACTIONS, ActionKind, ActionPlan, ActionResult
+from hpctui.actions.plans import drain_reason
 from hpctui.model.hostlist import collect
 from hpctui.sanitize import clean_text
 
@@ -72,14 +73,37 @@ def _targets_text(plan: ActionPlan) -> str:
 
 
 def render_plan(plan: ActionPlan) -> str:
-    """What the app's preview shows, as text (every cluster string sanitised)."""
+    """What the app's preview shows, as text (every cluster string sanitised). A plan with steps
+    shows each step (its backend, exact commands and what that step alone affects)."""
     c = clean_text
-    lines = [f"action:   {plan.kind.value} via {c(plan.source)}",
+    steps = f" ({len(plan.steps)} steps)" if plan.steps else ""
+    lines = [f"action:   {plan.kind.value} via {c(plan.source)}{steps}",
              f"targets:  {c(_targets_text(plan)) or '-'} ({len(plan.targets)})"]
     if plan.params:
         lines.append("params:   " + " ".join(f"{c(k)}={c(v)}" for k, v in sorted(plan.params.items())))
-    for title, items in (("commands", plan.commands), ("affects", plan.affected), ("warnings", plan.warnings),
-                         ("notes", plan.notes), ("rejected", plan.rejected_targets), ("errors", plan.errors)):
+    in_steps: set[str] = set()
+    for i, step in enumerate(plan.steps, 1):
+        lines.append(f"step {i}:   {c(step.label)} on {c(_targets_text(step)) or '-'} ({len(step.targets)})")
+        for title, items in (("commands", step.commands), ("affects", step.affected), ("warnings", step.warnings),
+                             ("errors", step.errors)):
+            if items:
+                lines.append(f"  {title}:")
+                lines.extend(f"    {c(i)}" for i in items)
+        in_steps.update(step.warnings)
+    if plan.steps:
+        if plan.continue_on_failure:
+            lines.append("          every step runs on all its targets, whatever the others did")
+        else:
+            lines.append("          a target a step fails on is not touched by the later steps")
+    sections: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("commands", plan.commands), ("affects", plan.affected), ("warnings", plan.warnings), ("notes", plan.notes),
+        ("rejected", plan.rejected_targets), ("errors", plan.errors))
+    if plan.steps:  # the steps said it: only what no step says
+        sections = (("warnings", tuple(w for w in plan.warnings if w not in in_steps)), ("notes", plan.notes),
+                    ("rejected", plan.rejected_targets),
+                    ("errors", tuple(e for e in plan.errors if not any(e == f"{s.label}: {x}" for s in plan.steps
+                                                                       for x in s.errors))))
+    for title, items in sections:
         if items:
             lines.append(f"{title}:")
             lines.extend(f"  {c(i)}" for i in items)
@@ -91,7 +115,15 @@ def render_plan(plan: ActionPlan) -> str:
 def render_result(result: ActionResult) -> str:
     if result.refused:
         return f"refused: {clean_text(result.refused)}\n"
-    lines = [f"{'ok  ' if r.ok else 'FAIL'} {clean_text(r.target)}: {clean_text(r.message)}" for r in result.results]
+    lines: list[str] = []
+    for i, step in enumerate(result.steps, 1):
+        ok = sum(r.ok for r in step.results)
+        lines.append(f"step {i} {clean_text(step.source)} {step.kind.value}: {ok}/{len(step.results)} ok")
+        lines.extend(f"  {'ok  ' if r.ok else 'FAIL'} {clean_text(r.target)}: {clean_text(r.message)}"
+                     for r in step.results)
+    if not result.steps:
+        lines = [f"{'ok  ' if r.ok else 'FAIL'} {clean_text(r.target)}: {clean_text(r.message)}"
+                 for r in result.results]
     ok = sum(r.ok for r in result.results)
     lines.append(f"{ok}/{len(result.results)} target(s) ok")
     return "\n".join(lines) + "\n"
@@ -117,6 +149,8 @@ def _json(plan: ActionPlan, result: ActionResult | None, dry_run: bool) -> str:
         doc["results"] = [msgspec.to_builtins(r) for r in result.results]
         doc["ok"] = result.ok
         doc["user"] = result.user
+        if result.steps:
+            doc["steps"] = [msgspec.to_builtins(st) | {"ok": st.ok} for st in result.steps]
     return msgspec.json.encode(doc).decode() + "\n"
 
 
@@ -141,7 +175,15 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
                              interactive=interactive, prompt=prompt, out=out, err=err)
     await runtime.collect_once()
     snapshot = runtime.store.snapshot()
+    kept = None
+    if kind is ActionKind.REBOOT_NODES and not params.get("reason", "").strip():
+        kept = drain_reason(targets, snapshot)  # rebooting a drained node: keep why it was drained
+        if kept:
+            params = {**params, "reason": kept}
     plan = runtime.executor.plan(kind, targets, params, snapshot)
+    if kept:
+        plan = msgspec.structs.replace(plan, notes=(f"reason taken from the current drain reason: {kept}",
+                                                    *plan.notes))
     if dry_run:
         out(_json(plan, None, True) if as_json else render_plan(plan))
         return EXIT_OK if plan.runnable else EXIT_REFUSED
@@ -176,7 +218,8 @@ def add_act_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--targets", required=True, metavar="EXPR",
                    help="hostlist expression(s) for node actions (gpu[01-04]), job ids for job actions (12,13_[1-4])")
     p.add_argument("--reason", help="reason (drain, reboot, ...)")
-    p.add_argument("--param", action="append", default=[], metavar="K=V", help="extra action parameter (repeatable)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V", help="extra action parameter (repeatable); drain/resume: drain_in=slurm|k8s|both, "
+                   "k8s_drain=cordon|evict")
     p.add_argument("--dry-run", action="store_true", help="print the plan (exact commands, what it hits) and exit")
     p.add_argument("--yes", action="store_true", help="confirm without asking (also the typed word of bulk actions)")
     p.add_argument("--json", action="store_true", help="machine-readable plan and results")

@@ -18,6 +18,7 @@ import platformdirs
 
 from hpctui.actions.custom import CustomActionSettings, check_actions
 from hpctui.actions.mig_layouts import MigLayoutSpec, validate_config_layouts
+from hpctui.actions.plans import ActionSettings
 from hpctui.health import Thresholds
 from hpctui.sources.demo_settings import DemoSettings
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
@@ -62,6 +63,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     serve: ServeSettings = msgspec.field(default_factory=ServeSettings)  # `hpctui serve`
     # binding id -> key(s), e.g. {"node.drain" = "ctrl+d"}; ids and keys checked by hpctui.ui.keymap
     keymap: dict[str, str] = msgspec.field(default_factory=dict)
+    actions: ActionSettings = msgspec.field(default_factory=ActionSettings)  # [actions] drain_in, k8s_drain
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types

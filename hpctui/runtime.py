@@ -17,6 +17,7 @@ import msgspec
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
+from hpctui.actions.plans import ActionSettings
 from hpctui.config import AppConfig, default_state_dir, source_settings
 from hpctui.findings import FindingsIndex, findings_for
 from hpctui.health import Thresholds
@@ -49,6 +50,7 @@ class Runtime:
         clock: Callable[[], float] = time.time,
         theme: str = "dark",
         precedence: dict[str, list[str]] | None = None,
+        actions: ActionSettings | None = None,
     ) -> None:
         self.cluster = cluster
         self.sources = list(sources)
@@ -61,7 +63,8 @@ class Runtime:
         self.poller.prepare = self._prepare  # findings once per change, in the data layer
         backends = [s for s in self.sources if isinstance(s, ActionBackend)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
-        self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock)
+        self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock,
+                                       settings=actions, findings=self.findings)
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.heatmap = HeatmapSettings()  # [heatmap] of the config: grouping, racks, palette
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
@@ -167,6 +170,7 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         name_map=name_map,
         theme=theme or config.theme,
         precedence=cc.precedence,
+        actions=config.actions,
     )
     runtime.heatmap = config.heatmap
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time

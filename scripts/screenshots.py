@@ -173,6 +173,40 @@ async def shoot_visuals(name: str, *, keys: tuple[str, ...] = (), polls: int = 1
     return path
 
 
+async def plans_shots() -> list[Path]:
+    """The action dialog of a hybrid drain (Slurm drain + K8s cordon steps) on a node with jobs
+    and pods, reason typed and enter pressed (focus moved to the confirm button); and a hold of
+    a running job with its warning."""
+    from hpctui.correlate import workload_index
+
+    out: list[Path] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            index = workload_index(runtime.store.snapshot())
+            node = max(runtime.store.snapshot().nodes, key=lambda n: (bool(index.pods_on(n)), len(index.jobs_on(n))))
+            app.dashboard.heatmap.select(node)
+            app.dashboard.heatmap.focus()
+            await pilot.press("d", *"xid 79 ticket 4411", "enter")
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("action-hybrid-drain.svg", str(OUT))))
+            await pilot.press("escape")
+            await pilot.pause()
+            from hpctui.actions.base import ActionKind
+            from hpctui.ui.messages import ActionRequested
+
+            job = next(j for j in runtime.store.snapshot().jobs if j.state == "RUNNING")
+            app.post_message(ActionRequested(ActionKind.HOLD_JOBS, (job.display_id,), {}))
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("action-hold-warning.svg", str(OUT))))
+    return out
+
+
 async def main_visuals() -> None:
     OUT.mkdir(exist_ok=True)
     racks = {f"r{i + 1:02d}": f"gpu[{i * 16 + 1:04d}-{i * 16 + 16:04d}]" for i in range(4)}
@@ -251,6 +285,7 @@ async def main() -> None:
     ]
     shots += await views_shots()
     shots += await shoot_mig()
+    shots += await plans_shots()
     await main_visuals()
     for path in shots:
         print(path.relative_to(ROOT))

@@ -94,7 +94,8 @@ async def test_terminal_asks_the_typed_word_for_bulk_destructive(tmp_path: Path)
     assert drained(rt, "gpu0003") and drained(rt, "gpu0004")
     records = AuditLog(tmp_path / "audit.jsonl").read()
     assert [r["refused"] for r in records] == ["not confirmed (type 'drain-2')", None]
-    assert records[1]["commands"] == ['scontrol update NodeName=gpu[0003-0004] State=DRAIN Reason="x"']
+    assert records[1]["commands"] == ['scontrol update NodeName=gpu[0003-0004] State=DRAIN Reason="x"',
+                                      "kubectl cordon gpu0003 gpu0004"]  # drain_in = "both" (the default)
 
 
 async def test_terminal_single_target_asks_y_n(tmp_path: Path) -> None:
@@ -176,7 +177,7 @@ def test_cli_dry_run_refusal_yes_and_read_only(tmp_path: Path) -> None:
     ro = hpctui(tmp_path, "cancel", "--targets", "1003", "--demo", "--demo-size", "8", "--yes", "--read-only")
     assert ro.returncode == 2 and "refused: read-only mode" in ro.stdout
     lines = (tmp_path / "state" / "hpctui" / "audit.jsonl").read_text().splitlines()
-    audit = [r for r in map(json.loads, lines) if r.get("phase") != "intent"]  # outcomes (intents come first)
+    audit = [r for r in map(json.loads, lines) if r.get("phase") == "outcome"]  # (intents and steps come first)
     assert [r["refused"] for r in audit] == ["not confirmed", None, "read-only mode"]
     assert sum(json.loads(line).get("phase") == "intent" for line in lines) == 1  # only the run that ran
 

@@ -80,7 +80,8 @@ def test_rest_v0040_plans_drain_itself_and_requeue_on_cli() -> None:
     plan = src.plan(ActionKind.DRAIN_NODES, ("gpu[01-02]",), {"reason": "ecc"}, _snap())
     assert plan.commands == ('POST /slurm/v0.0.40/node/gpu01 {"state": ["DRAIN"], "reason": "ecc"}',
                              'POST /slurm/v0.0.40/node/gpu02 {"state": ["DRAIN"], "reason": "ecc"}')
-    assert plan.notes == () and plan.affected == ("job 7 (alice, train) RUNNING on gpu01", "job 8_1 (?, ?) RUNNING on gpu[01-02]")
+    assert plan.notes == () and plan.affected == ("job 7 (alice, train) RUNNING on gpu01: keeps running until it ends",
+                                                  "job 8_1 (?, ?) RUNNING on gpu[01-02]: keeps running until it ends")
     # "jobs on these nodes" is expanded by the executor (one index for the whole app)
     plan = ActionExecutor([src], None, cluster="t").plan(ActionKind.REQUEUE_JOBS, (), {"on_nodes": "gpu02"}, _snap())
     assert plan.targets == ("8_1",) and plan.commands == ("scontrol requeue 8_1",)

@@ -97,10 +97,22 @@ class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
     errors: tuple[str, ...] = ()  # validation failures: the plan must not run
     rejected_targets: tuple[str, ...] = ()  # targets dropped by validation
     notes: tuple[str, ...] = ()  # e.g. "REST v0.0.38 has no node update: using scontrol"
+    # A plan that spans backends (hybrid drain: Slurm drain + K8s cordon) is a sequence of steps, each a
+    # plan of its own backend with its own exact commands, affected items and per-target results. The
+    # fields above then hold the union of the steps (targets, commands, ...) for older readers.
+    steps: tuple[ActionPlan, ...] = ()
+    # With steps: False = a target an earlier step failed on is not touched by later steps (drain);
+    # True = every step runs on all its targets (resume/uncordon release each scheduler on its own).
+    continue_on_failure: bool = False
 
     @property
     def destructive(self) -> bool:
-        return self.kind in DESTRUCTIVE
+        return self.kind in DESTRUCTIVE or any(s.destructive for s in self.steps)
+
+    @property
+    def label(self) -> str:
+        """``"slurm drain"``: which backend does what (a step's name in previews and results)."""
+        return f"{self.source} {self.kind.value}"
 
     @property
     def runnable(self) -> bool:
@@ -120,13 +132,28 @@ class TargetResult(msgspec.Struct, frozen=True, kw_only=True):
     message: str = ""
 
 
+class StepResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one step of a multi-backend plan did, per target (``not run: ...`` when skipped)."""
+
+    kind: ActionKind
+    source: str
+    started: float
+    finished: float
+    results: tuple[TargetResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
 class ActionResult(msgspec.Struct, frozen=True, kw_only=True):
     plan: ActionPlan
     user: str
     started: float
     finished: float
-    results: tuple[TargetResult, ...]
+    results: tuple[TargetResult, ...]  # one per target (with steps: merged over the steps)
     refused: str | None = None  # why the executor did not run it at all
+    steps: tuple[StepResult, ...] = ()  # per step, when the plan has steps
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,15 +21,20 @@ from hpctui.actions.base import (
     ActionKind,
     ActionPlan,
     ActionResult,
+    StepResult,
     TargetResult,
     reason_problem,
     stored_reason,
 )
+from hpctui.actions.plans import ActionSettings, hybrid_plan, preview_warnings
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sanitize import clean_text, is_clean
 from hpctui.sources.base import ActionBackend
+
+if TYPE_CHECKING:
+    from hpctui.findings import FindingsIndex
 
 
 class ActionExecutor:
@@ -41,8 +47,12 @@ class ActionExecutor:
         read_only: bool = False,
         user: str | None = None,
         clock: Callable[[], float] = time.time,
+        settings: ActionSettings | None = None,
+        findings: Callable[[ClusterSnapshot], FindingsIndex] | None = None,
     ) -> None:
         self.backends = list(backends)
+        self.settings = settings or ActionSettings()  # [actions]: where drain/resume act (hpctui.actions.plans)
+        self.findings = findings  # the runtime's shared findings (preview warnings); None: default thresholds
         self.audit = audit
         self.cluster = cluster
         self.read_only = read_only
@@ -98,49 +108,113 @@ class ActionExecutor:
                 errors.append(f"{kind.value} needs a {required}")
         if not clean:
             errors.append("no targets selected")
-        backend = self.backend_for(kind)
-        if backend is None:
-            errors.append(f"no configured source can {kind.value}")
-            return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
-        plan = backend.plan(kind, clean, params, snapshot)
-        if errors or notes:
+        plan = hybrid_plan(kind, clean, params, snapshot, self.settings, self.backend_for, errors, notes)
+        if plan is None:
+            backend = self.backend_for(kind)
+            if backend is None:
+                errors.append(f"no configured source can {kind.value}")
+                return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
+            plan = backend.plan(kind, clean, params, snapshot)
+        warnings = preview_warnings(kind, plan.targets, snapshot, self._findings(kind, snapshot))
+        if errors or notes or warnings:
             plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))),
-                                           notes=(*notes, *plan.notes))
+                                           notes=tuple(dict.fromkeys((*notes, *plan.notes))),
+                                           warnings=tuple(dict.fromkeys((*plan.warnings, *warnings))))
         return plan
+
+    def _findings(self, kind: ActionKind, snapshot: ClusterSnapshot) -> FindingsIndex | None:
+        if kind not in (ActionKind.RESUME_NODES, ActionKind.UNCORDON_NODES):
+            return None  # only these warn from findings: don't compute them for nothing
+        if self.findings is not None:
+            return self.findings(snapshot)
+        from hpctui.findings import findings_for
+        from hpctui.health import Thresholds
+
+        return findings_for(snapshot, Thresholds())
 
     async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
         """Run ``plan`` if confirmed; always leaves an audit record, even when interrupted."""
         started = self.clock()
         refused = self._refusal(plan, confirmation)
         results: tuple[TargetResult, ...] = ()
+        steps: list[StepResult] = []
         interrupted = False
         action_id = uuid.uuid4().hex
         try:
             if refused is None:
-                backend = next((b for b in self.backends if b.name == plan.source), None)
-                if backend is None:
-                    refused = f"source {plan.source!r} is gone"
-                else:
-                    refused = self._intent(plan, action_id, started)
-                if refused is None and backend is not None:
+                gone = [s for s in (plan.steps or (plan,)) if self._backend(s.source) is None]
+                refused = f"source {gone[0].source!r} is gone" if gone else self._intent(plan, action_id, started)
+                if refused is None:
                     try:
-                        results = await backend.execute(plan)
+                        results = await (self._run_steps(plan, action_id, steps) if plan.steps
+                                         else self._run_one(plan))
                     except asyncio.CancelledError:
                         interrupted = True
                         raise
-                    except Exception as exc:  # a backend crash is a per-target failure, not ours
-                        results = tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}")
-                                        for t in plan.targets)
         finally:
             if interrupted:  # the outcome per target is unknown: say so rather than stay silent
                 results = tuple(TargetResult(target=t, ok=False, message="interrupted: outcome unknown, check the "
                                              "next refresh") for t in plan.targets)
-            results = tuple(r if is_clean(r.message) else msgspec.structs.replace(r, message=clean_text(r.message))
-                            for r in results)  # backends quote Slurm/K8s output: never raw to the screen
+            results = _clean_results(results)
             result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
-                                  results=results, refused=refused)
+                                  results=results, refused=refused, steps=tuple(steps))
             self._audit(result, action_id)
         return result
+
+    def _backend(self, name: str) -> ActionBackend | None:
+        return next((b for b in self.backends if b.name == name), None)
+
+    async def _run_one(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        backend = self._backend(plan.source)
+        assert backend is not None
+        try:
+            return _clean_results(await backend.execute(plan))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a backend crash is a per-target failure, not ours
+            return tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}")
+                         for t in plan.targets)
+
+    async def _run_steps(self, plan: ActionPlan, action_id: str, done: list[StepResult]) -> tuple[TargetResult, ...]:
+        """Each step on its own backend, in order; each leaves its own audit record. Without
+        ``continue_on_failure`` a target an earlier step failed on is not touched again (a node is
+        not cordoned when its Slurm drain failed). Returns one result per target, merged."""
+        failed: dict[str, str] = {}
+        for step in plan.steps:
+            t0 = self.clock()
+            run = step.targets if plan.continue_on_failure else tuple(t for t in step.targets if t not in failed)
+            skipped = [TargetResult(target=t, ok=False, message=f"not run: {failed[t]} failed")
+                       for t in step.targets if t not in run]
+            ran: tuple[TargetResult, ...] = ()
+            if run:
+                ran = await self._run_one(msgspec.structs.replace(step, targets=run))
+            by_target = {r.target: r for r in (*ran, *skipped)}
+            results = tuple(by_target.get(t) or TargetResult(target=t, ok=False, message="no result from the backend")
+                            for t in step.targets)
+            outcome = StepResult(kind=step.kind, source=step.source, started=t0, finished=self.clock(),
+                                 results=results)
+            done.append(outcome)
+            self._audit_step(plan, step, outcome, action_id, len(done) - 1)
+            for r in ran:
+                if not r.ok:
+                    failed.setdefault(r.target, step.label)
+        merged: list[TargetResult] = []
+        for t in plan.targets:
+            mine = [(s, r) for s in done for r in s.results if r.target == t]
+            merged.append(TargetResult(
+                target=t, ok=bool(mine) and all(r.ok for _, r in mine),
+                message="; ".join(f"{s.source} {s.kind.value}: {r.message}" for s, r in mine) or "no step ran"))
+        return tuple(merged)
+
+    def _audit_step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, action_id: str,
+                    index: int) -> None:
+        if self.audit is None:
+            return
+        try:
+            self.audit.step(plan, step, outcome, self.cluster, user=self.user, action_id=action_id, index=index,
+                            extra=self.user_extra)
+        except OSError as exc:  # the step has run: report the lost record, never crash the UI
+            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
 
     def _intent(self, plan: ActionPlan, action_id: str, started: float) -> str | None:
         """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
@@ -174,6 +248,12 @@ class ActionExecutor:
         elif confirmation is not True and confirmation != "y":
             return "not confirmed"
         return None
+
+
+def _clean_results(results: Sequence[TargetResult]) -> tuple[TargetResult, ...]:
+    """Backends quote Slurm/K8s output: never raw to the screen."""
+    return tuple(r if is_clean(r.message) else msgspec.structs.replace(r, message=clean_text(r.message))
+                 for r in results)
 
 
 def _jobs_on_nodes(snapshot: ClusterSnapshot, expr: str) -> tuple[list[str], str | None]:

@@ -188,13 +188,20 @@ class DemoSource:
                 ActionKind.CORDON_NODES: ("kubectl cordon " + " ".join(names),),
                 ActionKind.UNCORDON_NODES: ("kubectl uncordon " + " ".join(names),),
             }[kind]
+        # Only what this action really touches: Slurm node actions hit Slurm jobs, cordon hits
+        # no running pod (it only stops new ones); resume/uncordon/cancel_reboot hit nothing.
         affected: list[str] = []
         for n in names:
-            for job in self.sim.workload.running_on(n):
-                affected.append(f"job {job.display_id} ({job.user}) {job.name} on {collect(job.nodes)}")
-            for sp in self.sim.sim_pods:
-                if sp.pod.node == n:
-                    affected.append(f"pod {sp.pod.namespace}/{sp.pod.name} on {n}")
+            if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES):
+                how = "keeps running until it ends" if kind is ActionKind.DRAIN_NODES else \
+                    "runs to its end, then the node reboots"
+                for job in self.sim.workload.running_on(n):
+                    affected.append(f"job {job.display_id} ({job.user}) {job.name} on {collect(job.nodes)}: {how}")
+            elif kind is ActionKind.CORDON_NODES:
+                for sp in self.sim.sim_pods:
+                    if sp.pod.node == n:
+                        affected.append(f"pod {sp.pod.namespace}/{sp.pod.name} on {n}: keeps running "
+                                        "(cordon only stops new pods)")
         warnings = []
         if kind is ActionKind.DRAIN_NODES and affected:
             warnings.append("running jobs finish first: the nodes show DRAINING until then")

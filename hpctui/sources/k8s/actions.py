@@ -102,6 +102,8 @@ class K8sActions:
                 if info.unschedulable:
                     warnings.append(f"{t} is already cordoned")
                 commands.append(f'PATCH /api/v1/nodes/{kn} {{"spec":{{"unschedulable":true}}}}  (kubectl cordon {kn})')
+                affected.extend(f"{pod_label(p)} on {t}: keeps running (cordon only stops new pods)"
+                                for p in pods_by_node.get(t, []) if p.phase not in ("Succeeded", "Failed"))
             elif kind is ActionKind.UNCORDON_NODES:
                 if not info.unschedulable:
                     warnings.append(f"{t} is not cordoned")

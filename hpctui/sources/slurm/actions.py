@@ -189,7 +189,9 @@ def _check_nodes(kind: ActionKind, targets: tuple[str, ...], snapshot: ClusterSn
             out.warnings.append(f"{name} is {state}: Slurm will answer 'Invalid node state specified'")
     if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES):
         hit = jobs_on_nodes(snapshot, set(names))
-        out.affected = [job_label(j) for j in hit]
+        how = "keeps running until it ends" if kind is ActionKind.DRAIN_NODES else \
+            "runs to its end, then the node reboots"
+        out.affected = [f"{job_label(j)}: {how}" for j in hit]
 
 
 def _check_jobs(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],

@@ -17,9 +17,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Static
 
-from hpctui.actions.base import REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
+from hpctui.actions.base import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
+from hpctui.actions.plans import drain_reason
 from hpctui.model.hostlist import collect
 
 if TYPE_CHECKING:
@@ -55,30 +57,41 @@ def _targets_text(plan: ActionPlan) -> str:
     return shown + (f" … and {more} more" if more > 0 else "")
 
 
+def _listed(out: Text, items: tuple[str, ...], prefix: str, indent: str = "  ") -> None:
+    for item in items[:MAX_LISTED]:
+        out.append(f"{indent}{prefix}{item}\n")
+    if len(items) > MAX_LISTED:
+        out.append(f"{indent}… {len(items) - MAX_LISTED} more\n")
+
+
 def render_plan(plan: ActionPlan) -> Text:
-    """The preview block: what runs, on what, and what it hits."""
+    """The preview block: warnings first (what will fail or surprise), then what runs, on what,
+    and what it hits; a plan spanning backends shows each step with only what that step affects."""
     out = Text()
     out.append("Targets: ", style="bold")
     out.append(f"{_targets_text(plan) or '(none)'}  [{len(plan.targets)}]\n")
     if plan.rejected_targets:
         out.append("Rejected: ", style="bold")
         out.append(", ".join(plan.rejected_targets) + "\n")
-    if plan.commands:
-        out.append("Will run:\n", style="bold")
-        for cmd in plan.commands[:MAX_LISTED]:
-            out.append(f"  $ {cmd}\n")
-        if len(plan.commands) > MAX_LISTED:
-            out.append(f"  … {len(plan.commands) - MAX_LISTED} more\n")
-    if plan.affected:
-        out.append(f"Affects ({len(plan.affected)}):\n", style="bold")
-        for item in plan.affected[:MAX_LISTED]:
-            out.append(f"  • {item}\n")
-        if len(plan.affected) > MAX_LISTED:
-            out.append(f"  … {len(plan.affected) - MAX_LISTED} more\n")
+    for warning in plan.warnings:
+        out.append(f"⚠ {warning}\n", style="bold")
+    if plan.steps:
+        for i, step in enumerate(plan.steps, 1):
+            out.append(f"Step {i}: {step.label} on {_targets_text(step) or '(none)'} [{len(step.targets)}]\n",
+                       style="bold")
+            _listed(out, tuple(f"$ {c}" for c in step.commands), "")
+            _listed(out, step.affected, "• ")
+        out.append("a node a step fails on is left alone by the later steps\n" if not plan.continue_on_failure
+                   else "each step runs on all its nodes, whatever the others did\n", style="italic")
+    else:
+        if plan.commands:
+            out.append("Will run:\n", style="bold")
+            _listed(out, tuple(f"$ {c}" for c in plan.commands), "")
+        if plan.affected:
+            out.append(f"Affects ({len(plan.affected)}):\n", style="bold")
+            _listed(out, plan.affected, "• ")
     for note in plan.notes:
         out.append(f"note: {note}\n", style="italic")
-    for warning in plan.warnings:
-        out.append(f"warning: {warning}\n", style="bold")
     for error in plan.errors:
         out.append(f"✗ {error}\n", style="bold reverse")
     return out
@@ -91,16 +104,61 @@ def render_result(result: ActionResult) -> Text:
         return out
     ok = sum(r.ok for r in result.results)
     out.append(f"{ok}/{len(result.results)} succeeded\n", style="bold")
-    for r in result.results:
-        out.append("  ✓ " if r.ok else "  ✗ ", style="bold" if not r.ok else "")
-        out.append(f"{r.target}" + (f": {r.message}" if r.message else "") + "\n")
+    groups = [(f"Step {i}: {s.source} {s.kind.value}", s.results) for i, s in enumerate(result.steps, 1)] \
+        or [("", result.results)]
+    for title, results in groups:
+        if title:
+            out.append(f"{title}: {sum(r.ok for r in results)}/{len(results)} ok\n", style="bold")
+        for r in results:
+            out.append("  ✓ " if r.ok else "  ✗ ", style="bold" if not r.ok else "")
+            out.append(f"{r.target}" + (f": {r.message}" if r.message else "") + "\n")
     return out
 
 
-class ActionDialog(ModalScreen["ActionResult | None"]):
-    """Preview an action, collect its reason and confirmation, run it, show results."""
+_VERBS: dict[ActionKind, str] = {
+    ActionKind.DRAIN_NODES: "Drain", ActionKind.RESUME_NODES: "Resume", ActionKind.REBOOT_NODES: "Reboot",
+    ActionKind.CANCEL_REBOOT: "Cancel reboot of", ActionKind.REQUEUE_JOBS: "Requeue",
+    ActionKind.REQUEUE_HOLD_JOBS: "Requeue and hold", ActionKind.HOLD_JOBS: "Hold", ActionKind.RELEASE_JOBS: "Release",
+    ActionKind.CANCEL_JOBS: "Cancel", ActionKind.CORDON_NODES: "Cordon", ActionKind.UNCORDON_NODES: "Uncordon",
+    ActionKind.K8S_DRAIN_NODES: "Drain (K8s)", ActionKind.MIG_RECONFIGURE: "Reconfigure MIG on",
+    ActionKind.DELETE_PODS: "Delete", ActionKind.RESERVE_MAINT: "Reserve",
+    ActionKind.DELETE_RESERVATION: "Delete", ActionKind.PARTITION_STATE: "Set state of",
+}
 
-    BINDINGS = [Binding("escape", "dismiss_dialog", "Close")]
+
+def run_label(plan: ActionPlan) -> str:
+    """The confirm button says what it does: "Cancel 4 jobs", "Drain 2 nodes" (never a bare "Run")."""
+    n = len(plan.targets)
+    verb = _VERBS.get(plan.kind)
+    if verb is None:
+        return f"Run {plan.kind.value} on {n}"
+    if plan.kind in JOB_ACTIONS:
+        noun = "job"
+    elif plan.kind is ActionKind.DELETE_PODS:
+        noun = "pod"
+    elif plan.kind is ActionKind.DELETE_RESERVATION:
+        noun = "reservation"
+    elif plan.kind is ActionKind.PARTITION_STATE:
+        noun = "partition"
+    else:
+        noun = "node"
+    return f"{verb} {n} {noun}{'' if n == 1 else 's'}"
+
+
+DIALOG_KEYS = "enter confirm / next field   tab next   shift+tab previous   esc back"
+
+
+class ActionDialog(ModalScreen["ActionResult | None"]):
+    """Preview an action, collect its reason and confirmation, run it, show results.
+
+    Focus starts where the user acts first (an empty reason, else the typed confirmation,
+    else the confirm button), so ``enter`` on a fresh dialog does the obvious thing; ``enter``
+    in a parameter field only moves on (it never runs a drain at once); the confirm button says
+    what it does ("Cancel 4 jobs") and the other one says "Back"; the bottom bar shows the
+    dialog's own keys, not the pane underneath.
+    """
+
+    BINDINGS = [Binding("escape", "dismiss_dialog", "Back")]
     DEFAULT_CSS = """
     ActionDialog { align: center middle; }
     ActionDialog > Vertical {
@@ -111,8 +169,12 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     ActionDialog #preview { height: auto; max-height: 20; }
     ActionDialog #result { height: auto; color: $text; }
     ActionDialog Input { margin: 0 0 0 0; }
+    ActionDialog #hint { color: $text-muted; width: 100%; }
     ActionDialog #buttons { height: auto; align-horizontal: right; }
     ActionDialog Button { margin-left: 1; }
+    ActionDialog #dialog-keys {
+        dock: bottom; width: 100%; height: 1; background: $footer-background; color: $footer-foreground;
+    }
     """
 
     def __init__(self, runtime: Runtime, kind: ActionKind, targets: tuple[str, ...],
@@ -122,6 +184,11 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.kind = kind
         self.targets = targets
         self.params: dict[str, str] = dict(params or {})
+        self.prefilled: dict[str, str] = {}
+        if kind is ActionKind.REBOOT_NODES and not self.params.get("reason", "").strip():
+            kept = drain_reason(targets, runtime.store.snapshot())  # keep why the node was drained
+            if kept:
+                self.params["reason"] = self.prefilled["reason"] = kept
         self.plan = self._make_plan()
         self.result: ActionResult | None = None
         self.running = False
@@ -131,19 +198,43 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(TITLES.get(self.kind, self.kind.value), id="title")
+            title = TITLES.get(self.kind, self.kind.value)
+            if self.plan.steps:  # a plan spanning backends says so up front
+                title += " · " + " → ".join(step.label for step in self.plan.steps)
+            yield Label(title, id="title")
             for name in REQUIRED_PARAMS.get(self.kind, ()):
-                yield Input(placeholder=f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'", id=f"param-{name}")
+                kept = self.prefilled.get(name)
+                yield Input(value=self.params.get(name, ""),
+                            placeholder=f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'", id=f"param-{name}",
+                            tooltip="the current drain reason, kept" if kept else None)
             with VerticalScroll(id="preview"):
                 yield Static(render_plan(self.plan), id="plan")
             yield Input(id="confirm", placeholder="")
             yield Static("", id="result")
+            yield Static("", id="hint")
             with Horizontal(id="buttons"):
-                yield Button("Run", id="run", variant="error" if self.plan.destructive else "primary")
-                yield Button("Cancel", id="cancel")
+                yield Button(run_label(self.plan), id="run", variant="error" if self.plan.destructive else "primary")
+                yield Button("Back", id="cancel")
+        yield Static(Text(DIALOG_KEYS), id="dialog-keys")
 
     def on_mount(self) -> None:
         self._refresh_controls()
+        self._first_focus().focus()
+
+    def _first_focus(self) -> Widget:
+        """Where the user acts first: an empty parameter, the typed word, the confirm button."""
+        for name in REQUIRED_PARAMS.get(self.kind, ()):
+            field = self.query_one(f"#param-{name}", Input)
+            if not field.value.strip():
+                return field
+        return self._next_after_params()
+
+    def _next_after_params(self) -> Widget:
+        confirm = self.query_one("#confirm", Input)
+        if confirm.display:
+            return confirm
+        run = self.query_one("#run", Button)
+        return run if not run.disabled and run.display else self.query_one("#cancel", Button)
 
     def _refresh_controls(self) -> None:
         self.query_one("#plan", Static).update(render_plan(self.plan))
@@ -153,10 +244,34 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         if word is not None:
             confirm.placeholder = f"type {word} to confirm"
         run = self.query_one("#run", Button)
+        run.label = run_label(self.plan)
         run.disabled = self.result is not None or not self.plan.runnable or (
             word is not None and confirm.value.strip() != word)
         run.display = self.result is None
-        self.query_one("#cancel", Button).label = "Close" if self.result is not None else "Cancel"
+        self.query_one("#cancel", Button).label = "Close" if self.result is not None else "Back"
+        self._update_hint()
+
+    def _update_hint(self) -> None:
+        """What ``enter`` does where the focus is now."""
+        focused = self.focused
+        run = self.query_one("#run", Button)
+        if self.result is not None:
+            hint = "enter / esc: close"
+        elif isinstance(focused, Input) and focused.id == "confirm":
+            hint = f"type {self.plan.confirm_word}, then enter: {run.label}" if run.disabled else f"enter: {run.label}"
+        elif isinstance(focused, Input):
+            hint = "enter: next field (nothing runs yet)"
+        elif focused is run:
+            hint = f"enter: {run.label}"
+        else:
+            hint = "tab: move to the confirm button"
+        editing = isinstance(focused, Input) and focused.id != "confirm"
+        if not self.plan.runnable and self.result is None and not editing:
+            hint = "cannot run: see ✗ above · esc: back"
+        self.query_one("#hint", Static).update(Text(hint + "   esc: back" if "esc" not in hint else hint))
+
+    def on_descendant_focus(self) -> None:
+        self._update_hint()
 
     @on(Input.Changed)
     def _input_changed(self, event: Input.Changed) -> None:
@@ -166,9 +281,19 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self._refresh_controls()
 
     @on(Input.Submitted)
-    def _input_submitted(self) -> None:
-        if not self.query_one("#run", Button).disabled:
-            self._start()
+    def _input_submitted(self, event: Input.Submitted) -> None:
+        """``enter`` in a parameter field moves on; only the typed confirmation word runs."""
+        if event.input.id == "confirm":
+            if not self.query_one("#run", Button).disabled:
+                self._start()
+            return
+        if not event.input.value.strip():
+            self.app.bell()  # a required field: stay until it is filled
+            return
+        fields = [self.query_one(f"#param-{n}", Input) for n in REQUIRED_PARAMS.get(self.kind, ())]
+        later = fields[fields.index(event.input) + 1:] if event.input in fields else []
+        nxt: Widget = next((f for f in later if not f.value.strip()), None) or self._next_after_params()
+        nxt.focus()
 
     @on(Button.Pressed, "#run")
     def _run_pressed(self) -> None:
@@ -198,18 +323,21 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     async def _wait_for(self, task: asyncio.Task[ActionResult]) -> None:
         running = f"running {self.kind.value} on {len(self.plan.targets)} target(s)…"
         self.query_one("#result", Static).update(Text(running))
-        backend = next((b for b in self.runtime.executor.backends if b.name == self.plan.source), None)
+        sources = {s.source for s in (self.plan.steps or (self.plan,))}
+        backends = [b for b in self.runtime.executor.backends if b.name in sources]
         try:
             while not task.done():  # a backend that reports progress (K8s drain: per pod) is shown live
                 await asyncio.wait({task}, timeout=0.5)
-                progress = getattr(backend, "progress", None)
-                if isinstance(progress, list) and progress:
+                progress = [line for b in backends for line in (getattr(b, "progress", None) or [])
+                            if isinstance(line, str)]
+                if progress:
                     self.query_one("#result", Static).update(Text("\n".join([running, *progress[-8:]])))
             self.result = await asyncio.shield(task)  # the runtime owns the task; we only watch it
         finally:
             self.running = False
         self.query_one("#result", Static).update(render_result(self.result))
         self._refresh_controls()
+        self.query_one("#cancel", Button).focus()  # enter now closes
         self.runtime.refresh_now()
         for problem in self.runtime.executor.audit_errors:
             self.app.notify(escape(problem), title="Audit record not written", severity="error", timeout=30)

@@ -1,0 +1,187 @@
+"""Plans that span backends, and the preview warnings every entry point shows.
+
+A node known to both Slurm and Kubernetes (the store merged the two views, with ``node_map``
+for differing names) is drained in both with ONE confirmed action: the executor turns
+``drain`` into a Slurm ``drain`` step and a Kubernetes ``cordon`` (or ``k8s_drain``, evicting
+pods) step, each planned by its own backend with its own commands and affected items. ``resume``
+reverses both (uncordon, then resume). Where a node is drained is the config's
+``[actions] drain_in`` ("slurm", "k8s" or "both", default "both"), overridable per action
+with the parameter ``drain_in=...`` (``hpctui act drain --param drain_in=slurm``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from hpctui.actions.base import ActionKind, ActionPlan
+from hpctui.model.hostlist import HostlistError, expand
+
+if TYPE_CHECKING:
+    from hpctui.findings import FindingsIndex
+    from hpctui.model import ClusterSnapshot, SlurmJob
+    from hpctui.sources.base import ActionBackend
+
+DRAIN_IN = ("slurm", "k8s", "both")
+K8S_DRAIN = ("cordon", "evict")
+
+
+class ActionSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """``[actions]`` in the config."""
+
+    # Where ``drain``/``resume`` act on a node known to both schedulers: "slurm", "k8s" or "both".
+    drain_in: Literal["slurm", "k8s", "both"] = "both"
+    # What the Kubernetes side of ``drain`` does: "cordon" (running pods keep running, like Slurm's
+    # DRAIN lets jobs finish) or "evict" (kubectl drain: cordon, then evict the pods).
+    k8s_drain: Literal["cordon", "evict"] = "cordon"
+
+
+HYBRID_KINDS = frozenset({ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES})
+
+
+def hybrid_plan(kind: ActionKind, targets: Sequence[str], params: dict[str, str], snapshot: ClusterSnapshot,
+                settings: ActionSettings, backend_for: Callable[[ActionKind], ActionBackend | None],
+                errors: list[str], notes: list[str]) -> ActionPlan | None:
+    """The plan of a drain/resume across Slurm and Kubernetes; None when it is not one (the
+    executor then plans it with one backend, as before). ``params`` loses ``drain_in``/``k8s_drain``;
+    problems and notes are appended to ``errors``/``notes``."""
+    if kind not in HYBRID_KINDS:
+        return None
+    where = params.pop("drain_in", "").strip() or settings.drain_in
+    mode = params.pop("k8s_drain", "").strip() or settings.k8s_drain
+    if where not in DRAIN_IN:
+        errors.append(f"drain_in must be one of {', '.join(DRAIN_IN)}, got {where!r}")
+        where = settings.drain_in
+    if mode not in K8S_DRAIN:
+        errors.append(f"k8s_drain must be one of {', '.join(K8S_DRAIN)}, got {mode!r}")
+        mode = settings.k8s_drain
+    k8s_kind = (ActionKind.UNCORDON_NODES if kind is ActionKind.RESUME_NODES
+                else ActionKind.CORDON_NODES if mode == "cordon" else ActionKind.K8S_DRAIN_NODES)
+    slurm_be = backend_for(kind) if where != "k8s" else None
+    k8s_be = backend_for(k8s_kind) if where != "slurm" else None
+    if slurm_be is None and k8s_be is None:
+        if where != "k8s":
+            return None  # nothing can do it: the executor says so
+        errors.append(f"drain_in=k8s but no configured source can {k8s_kind.value}")
+        return ActionPlan(kind=kind, source="-", targets=tuple(targets), params=params)
+    if k8s_be is not None and k8s_be is not slurm_be:
+        health = snapshot.sources.get(k8s_be.name)
+        if health is not None and (health.last_success is None or "k8s_nodes" in health.part_errors):
+            why = health.part_errors.get("k8s_nodes") or health.last_error or "no successful read yet"
+            errors.append(f"the {k8s_be.name} source has no node list ({why}): cannot tell which targets are "
+                          f"Kubernetes nodes; retry, or pass drain_in=slurm")
+    slurm_t: list[str] = []
+    k8s_t: list[str] = []
+    primary = slurm_t if slurm_be is not None else k8s_t
+    for token in targets:
+        try:
+            names = expand(token)
+        except HostlistError:
+            primary.append(token)  # the backend rejects it with its own words
+            continue
+        for name in names:
+            node = snapshot.nodes.get(name)
+            in_slurm = node is not None and node.slurm is not None
+            in_k8s = node is not None and node.k8s is not None
+            placed = False
+            if in_slurm and slurm_be is not None:
+                slurm_t.append(name)
+                placed = True
+            if in_k8s and k8s_be is not None:
+                k8s_t.append(name)
+                placed = True
+            if in_k8s and where != "slurm" and k8s_be is None:
+                notes.append(f"{name}: no configured source can {k8s_kind.value}: Kubernetes left as it is")
+            if placed:
+                continue
+            if node is None or not (in_slurm or in_k8s):
+                primary.append(name)  # unknown: the backend rejects it with its own words
+            elif in_slurm:
+                errors.append(f"{name} is only a Slurm node and drain_in={where}")
+            else:
+                errors.append(f"{name} is only a Kubernetes node and drain_in={where}")
+    steps: list[ActionPlan] = []
+    for be, k, names in ((slurm_be, kind, slurm_t), (k8s_be, k8s_kind, k8s_t)):
+        if be is not None and names:
+            step_params = dict(params) if k is kind else {x: v for x, v in params.items() if x != "reason"}
+            steps.append(be.plan(k, tuple(dict.fromkeys(names)), step_params, snapshot))
+    if not steps:
+        return None
+    if kind is ActionKind.RESUME_NODES:
+        steps.reverse()  # undo in the opposite order: uncordon, then resume
+    if len(steps) == 1 and steps[0].kind is kind:
+        return steps[0]  # one backend, as before: no steps
+    return compose(kind, params, steps, continue_on_failure=kind is ActionKind.RESUME_NODES)
+
+
+def compose(kind: ActionKind, params: dict[str, str], steps: Sequence[ActionPlan], *,
+            continue_on_failure: bool = False) -> ActionPlan:
+    """One plan of ``steps``: its flat fields are the union of theirs (older readers see it all)."""
+
+    def union(field: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(x for s in steps for x in getattr(s, field)))
+
+    return ActionPlan(
+        kind=kind, source="+".join(dict.fromkeys(s.source for s in steps)), targets=union("targets"),
+        params=params, commands=tuple(c for s in steps for c in s.commands), affected=union("affected"),
+        warnings=union("warnings"), errors=tuple(f"{s.label}: {e}" for s in steps for e in s.errors),
+        rejected_targets=union("rejected_targets"), notes=union("notes"), steps=tuple(steps),
+        continue_on_failure=continue_on_failure)
+
+
+# -- warnings when an action will fail or surprise ---------------------------------------------
+
+def preview_warnings(kind: ActionKind, targets: Sequence[str], snapshot: ClusterSnapshot,
+                     findings: FindingsIndex | None) -> list[str]:
+    """What the preview must say before the user confirms, whatever backend runs it."""
+    out: list[str] = []
+    if kind is ActionKind.HOLD_JOBS:
+        by_id: dict[str, SlurmJob] = {}
+        for job in snapshot.jobs:
+            by_id.setdefault(job.display_id, job)
+            by_id.setdefault(str(job.job_id), job)
+        for t in targets:
+            found = by_id.get(t)
+            if found is not None and found.state != "PENDING":
+                keeps = " (it keeps running)" if found.state == "RUNNING" else ""
+                out.append(f"job {t} is {found.state}: hold only affects pending jobs; Slurm will refuse it{keeps}")
+    if kind in (ActionKind.RESUME_NODES, ActionKind.UNCORDON_NODES) and findings is not None:
+        for name in _node_names(targets):
+            from hpctui.model import Severity
+
+            bad = [f for f in findings.node(name) if f.object.startswith("gpu/") and f.severity >= Severity.ERROR]
+            if bad:
+                more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+                out.append(f"{name} has an active GPU error: {bad[0].message}{more}; resuming puts work back on it")
+    if kind is ActionKind.REBOOT_NODES:
+        for name in _node_names(targets):
+            node = snapshot.nodes.get(name)
+            info = node.slurm if node is not None else None
+            if info is not None and "DRAIN" in info.flags and info.reason:
+                out.append(f"{name} is {info.display_state} ({info.reason!r}): after the reboot "
+                           "(nextstate=RESUME) it takes jobs again, and the reboot's reason replaces this one")
+    return out
+
+
+def drain_reason(targets: Sequence[str], snapshot: ClusterSnapshot) -> str | None:
+    """The drain reason the targets share (to prefill a reboot's reason), or None."""
+    reasons = set()
+    for name in _node_names(targets):
+        node = snapshot.nodes.get(name)
+        info = node.slurm if node is not None else None
+        if info is None or "DRAIN" not in info.flags or not info.reason:
+            return None
+        reasons.add(info.reason)
+    return reasons.pop() if len(reasons) == 1 else None
+
+
+def _node_names(targets: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for t in targets:
+        try:
+            out.extend(expand(t))
+        except HostlistError:
+            continue
+    return list(dict.fromkeys(out))
