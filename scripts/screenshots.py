@@ -52,6 +52,25 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
     return path
 
 
+# layout: the dashboard at each terminal size (issue #12), and the narrow layout's node tab.
+LAYOUT_SIZES = ((80, 24), (120, 40), (200, 60), (300, 80))
+
+
+async def layout_shots() -> list[Path]:
+    shots = [await shoot(f"size-{w}x{h}", "dark", size=(w, h)) for w, h in LAYOUT_SIZES]
+    shots.append(await shoot("size-80x24-node", "dark", size=(80, 24), keys=("right_square_bracket",)))
+    shots.append(await shoot("size-120x40-light", "light", size=(120, 40)))
+    return shots
+
+
+def to_png(paths: list[Path]) -> None:
+    """PNG copies next to the SVGs (for looking at them; needs cairosvg)."""
+    import cairosvg  # type: ignore[import-untyped]
+
+    for path in paths:
+        cairosvg.svg2png(url=str(path), write_to=str(path.with_suffix(".png")))
+
+
 async def main() -> None:
     OUT.mkdir(exist_ok=True)
     shots = [
@@ -65,6 +84,9 @@ async def main() -> None:
         await shoot("triage-filter", "dark", seed=1, size=(200, 60), keys=("j", "slash", *"gpu0003", "enter")),
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
     ]
+    shots += await layout_shots()
+    if "--png" in sys.argv:
+        to_png(shots)
     for path in shots:
         print(path.relative_to(ROOT))
 

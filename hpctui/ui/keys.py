@@ -96,9 +96,16 @@ POD_KEYS: tuple[KeySpec, ...] = (
 LINKS_KEYS: tuple[KeySpec, ...] = (
     KeySpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
 )
+# layout: walk the panes (the narrow layout's tabs; in a wide terminal, focus moves).
+LAYOUT_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("app.next_view", "right_square_bracket", "next_tab(1)", "Next view", "global", key_display="]"),
+    KeySpec("app.prev_view", "left_square_bracket", "next_tab(-1)", "Prev view", "global", show=False,
+            key_display="["),
+)
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
             + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS)
+ALL_KEYS += LAYOUT_KEYS  # layout
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",

@@ -14,15 +14,31 @@ from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 
-def legend_content(metric: Metric, thresholds: Thresholds) -> Content:
-    pieces: list[tuple[str, str] | str] = []
-    for var, label in legend_entries(metric, thresholds):
-        pieces += [("  ", f"on ${var}"), f" {label} "]
-    pieces.append("│")
-    for glyph, label in GLYPH_LEGEND:
-        pieces += [(f" {glyph}", "bold"), f" {label}"]
-    pieces.append(" • marked")
-    return Content.assemble(*pieces)
+def legend_content(metric: Metric, thresholds: Thresholds, width: int | None = None) -> Content:
+    """The colour swatches, then the glyphs; with ``width``, packed into lines of that width
+    that break only between entries (a narrow pane never splits "K8s not ready")."""
+    entries: list[list[tuple[str, str] | str]] = [
+        [("  ", f"on ${var}"), f" {label} "] for var, label in legend_entries(metric, thresholds)]
+    entries[-1].append("│")
+    entries += [[(f" {glyph}", "bold"), f" {label}"] for glyph, label in GLYPH_LEGEND]
+    entries.append([" • marked"])
+    if width is None:
+        return Content.assemble(*(piece for entry in entries for piece in entry))
+    lines: list[list[tuple[str, str] | str]] = [[]]
+    used = 0
+    for entry in entries:
+        size = sum(len(p if isinstance(p, str) else p[0]) for p in entry)
+        if lines[-1] and used + size > width:
+            lines.append([])
+            used = 0
+            if isinstance(entry[0], str):  # no leading blank at the start of a line
+                entry = [entry[0].lstrip(), *entry[1:]]
+            elif entry[0][0].startswith(" ") and entry[0][0].strip():
+                entry = [(entry[0][0].lstrip(), entry[0][1]), *entry[1:]]
+            size = sum(len(p if isinstance(p, str) else p[0]) for p in entry)
+        lines[-1].extend(entry)
+        used += size
+    return Content("\n").join(Content.assemble(*line) for line in lines)
 
 
 class HeatmapPane(Vertical):
@@ -37,6 +53,14 @@ class HeatmapPane(Vertical):
         yield self.heatmap
         yield Static(legend_content(self.heatmap.metric, self.heatmap.thresholds), id="legend", markup=False)
 
+    def on_resize(self) -> None:
+        self._draw_legend()
+
+    def _draw_legend(self) -> None:
+        width = self.size.width
+        self.query_one("#legend", Static).update(
+            legend_content(self.heatmap.metric, self.heatmap.thresholds, width or None))
+
     def on_mount(self) -> None:
         self.update_title()
 
@@ -50,7 +74,7 @@ class HeatmapPane(Vertical):
 
     @on(NodeHeatmap.MetricChanged)
     def _metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:
-        self.query_one("#legend", Static).update(legend_content(event.metric, self.heatmap.thresholds))
+        self._draw_legend()
         self.update_title()
 
     @on(NodeHeatmap.MarksChanged)
