@@ -97,7 +97,7 @@ def fit_top(width: int, main_height: int, nodes: int, max_gpus: int, *, wall: bo
     legend = min(4, -(-LEGEND_CELLS // max(1, heat_w - 2)) + 1)
     cols = max(1, (heat_w - 3) // LABEL_CELL)
     heat_h = -(-n // cols) + 2 + legend
-    gpu_h = 14 + max_gpus  # state, workload, the GPU table, border
+    gpu_h = 16 + max_gpus  # state, findings, workload, the GPU table, border
     return max(8, min(default_h, max(heat_h, gpu_h))), heat_w
 
 
@@ -177,15 +177,32 @@ class DashboardScreen(Screen[None]):
     def _apply_tab(self) -> None:
         """Mark the current tab's row and widget (the narrow CSS shows only those)."""
         row_id, widget_id = TAB_SLOTS[self.tab]
+        narrow = self.narrow
+        shown = {widget_id}
+        heat_h = self._narrow_heatmap_height() if narrow and self.tab == "heatmap" else None
+        if heat_h is not None:  # room to spare under the heatmap: the node's panel too
+            shown.add("gpu-panel")
+        self.query_one(HeatmapPane).styles.height = heat_h if heat_h is not None else "1fr"
         for rid in ("top", "middle", "bottom"):
             self.query_one(f"#{rid}").set_class(rid == row_id, "-current")
         for wid in ("heatmap-pane", "gpu-panel", "views", "pods-pane", "ib-pane", "mounts-pane"):
-            self.query_one(f"#{wid}").set_class(wid == widget_id, "-current")
-        narrow = self.narrow
+            self.query_one(f"#{wid}").set_class(wid in shown, "-current")
         if self.gpu_panel.gpus_first != narrow:
             self.gpu_panel.gpus_first = narrow
             self.gpu_panel.redraw()
         self.query_one(TabBar).show(self.tab, self._badges())
+
+    def _narrow_heatmap_height(self) -> int | None:
+        """Rows the heatmap tab's heatmap needs (labelled cells, legend, border) when that
+        leaves at least 8 rows for the node panel under it; None when it does not."""
+        nodes = len(self.heatmap.names)
+        if not nodes:
+            return None
+        main_h = self.size.height - 3  # status line, tab bar, footer
+        cols = max(1, (self.size.width - 3) // LABEL_CELL)
+        legend = min(4, -(-LEGEND_CELLS // max(1, self.size.width - 2)) + 1)
+        height = -(-nodes // cols) + 2 + legend
+        return height if main_h - height >= 8 else None
 
     def _badges(self) -> dict[str, str]:
         badges = {"node": node_label(self.selected)} if self.selected else {}
@@ -267,7 +284,7 @@ class DashboardScreen(Screen[None]):
         self._show_node()
         self.update_status()
         self._fit_panes()
-        self.query_one(TabBar).show(self.tab, self._badges())
+        self._apply_tab()
 
     def update_health(self, snapshot: ClusterSnapshot) -> None:
         """Same data, new source health (an error, a retry): status line and pane markers only."""
