@@ -16,7 +16,7 @@ from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.dashboard import TAB_SLOTS, fit_top
 from hpctui.ui.widgets.heatmap import LABEL_MIN_WIDTH
-from hpctui.ui.widgets.tabbar import TAB_NAMES, TabBar
+from hpctui.ui.widgets.tabbar import TAB_NAMES, TABS, TabBar
 from hpctui.ui.widgets.vtable import Column, Fit, fit_columns
 
 MakeRuntime = Callable[..., Runtime]
@@ -229,3 +229,31 @@ async def test_unfocused_pane_borders_show(make_runtime: MakeRuntime, theme: str
         pane = app.dashboard.ib_pane  # not focused
         _, border_color = pane.styles.border_top
         assert _contrast(border_color, pane.styles.background) > 1.8, (theme, border_color.hex)
+
+
+async def test_tab_key_stays_in_the_heatmap_tab_at_80x24(make_runtime: MakeRuntime) -> None:
+    """``tab`` to the node panel under a small heatmap keeps the heatmap tab (both stay on screen)."""
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await load(app, pilot)
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.focused is app.dashboard.gpu_panel and app.dashboard.tab == "heatmap"
+        assert app.dashboard.heatmap.region.height > 0
+        await pilot.press("tab")
+        await pilot.pause()
+        assert app.focused is app.dashboard.heatmap
+
+
+async def test_tab_bar_highlights_the_shown_tab(make_runtime: MakeRuntime) -> None:
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await load(app, pilot)
+        bar = app.dashboard.query_one(TabBar)
+        for name in ("pods", "ib"):
+            app.dashboard.show_view(name)
+            await pilot.pause()
+            content = bar._drawn
+            assert content is not None
+            highlighted = [content.plain[s.start:s.end].strip() for s in content.spans if "reverse" in str(s.style)]
+            assert highlighted == [dict(TABS)[name]], highlighted

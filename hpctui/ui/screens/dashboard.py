@@ -135,6 +135,8 @@ class DashboardScreen(Screen[None]):
         self.view = "problems" if wall else "queue"
         self.tab = "heatmap"  # the pane the narrow layout shows (and the tab bar highlights)
         self._top_fit: tuple[int, int, int, int, bool] | None = None
+        self._heat_height: int | str = "1fr"
+        self._shown: set[str] = set()  # ids of the widgets the current tab shows
         for table_id, fit in TABLE_FITS.items():
             table = {"queue": self.queue_pane, "pods": self.pods_pane, "ib": self.ib_pane,
                      "mounts": self.mounts_pane, "problems": self.problems_pane,
@@ -182,7 +184,11 @@ class DashboardScreen(Screen[None]):
         heat_h = self._narrow_heatmap_height() if narrow and self.tab == "heatmap" else None
         if heat_h is not None:  # room to spare under the heatmap: the node's panel too
             shown.add("gpu-panel")
-        self.query_one(HeatmapPane).styles.height = heat_h if heat_h is not None else "1fr"
+        self._shown = shown
+        heat_height = heat_h if heat_h is not None else "1fr"
+        if heat_height != self._heat_height:  # runs on every snapshot: restyle only on change
+            self._heat_height = heat_height
+            self.query_one(HeatmapPane).styles.height = heat_height
         for rid in ("top", "middle", "bottom"):
             self.query_one(f"#{rid}").set_class(rid == row_id, "-current")
         for wid in ("heatmap-pane", "gpu-panel", "views", "pods-pane", "ib-pane", "mounts-pane"):
@@ -244,6 +250,8 @@ class DashboardScreen(Screen[None]):
     def on_descendant_focus(self, event: object) -> None:
         """The tab follows focus (a click, tab, or a pane focused by a key of its own)."""
         widget = getattr(event, "widget", None)
+        if self.narrow and any(w.id in self._shown for w in getattr(widget, "ancestors_with_self", ())):
+            return  # on screen in this tab already (the node panel under a small heatmap)
         name = self._tab_of(widget)
         if name is not None and name != self.tab:
             self.tab = name

@@ -32,6 +32,7 @@ class TabBar(Static, can_focus=False):
         self.current = "heatmap"
         self.badges: dict[str, str] = {}
         self._spans: list[tuple[int, int, str]] = []  # (start, end, name) for clicks
+        self._drawn: Content | None = None
 
     def on_mount(self) -> None:
         self._draw()
@@ -66,7 +67,11 @@ class TabBar(Static, can_focus=False):
             self._spans.append((x, x + len(cell), name))
             x += len(cell) + 1
         pieces.append((" [ ]", "bold $primary"))
-        self.update(Content.assemble(*pieces))
+        content = Content.assemble(*pieces)
+        drawn = self._drawn  # (Content's == compares the text only)
+        if drawn is None or content.plain != drawn.plain or content.spans != drawn.spans:  # else no repaint
+            self._drawn = content
+            self.update(content)
 
     def on_resize(self) -> None:
         self._draw()
