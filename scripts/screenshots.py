@@ -263,6 +263,25 @@ async def nav_shots() -> list[Path]:
     ]
 
 
+# layout: the dashboard at each terminal size (issue #12), and the narrow layout's node tab.
+LAYOUT_SIZES = ((80, 24), (120, 40), (200, 60), (300, 80))
+
+
+async def layout_shots() -> list[Path]:
+    shots = [await shoot(f"size-{w}x{h}", "dark", size=(w, h)) for w, h in LAYOUT_SIZES]
+    shots.append(await shoot("size-80x24-node", "dark", size=(80, 24), keys=("right_square_bracket",)))
+    shots.append(await shoot("size-120x40-light", "light", size=(120, 40)))
+    return shots
+
+
+def to_png(paths: list[Path]) -> None:
+    """PNG copies next to the SVGs (for looking at them; needs cairosvg)."""
+    import cairosvg  # type: ignore[import-untyped]
+
+    for path in paths:
+        cairosvg.svg2png(url=str(path), write_to=str(path.with_suffix(".png")))
+
+
 async def main() -> None:
     if sys.argv[1:] == ["wall"]:  # only the wall display's shots
         for path in await wall_shots():
@@ -286,7 +305,10 @@ async def main() -> None:
     shots += await views_shots()
     shots += await shoot_mig()
     shots += await plans_shots()
+    shots += await layout_shots()
     await main_visuals()
+    if "--png" in sys.argv:
+        to_png(shots)
     for path in shots:
         print(path.relative_to(ROOT))
 
@@ -348,5 +370,5 @@ async def views_main() -> None:
 
 if __name__ == "__main__":
     # `python scripts/screenshots.py [views|visuals|wall]`: all shots, or one group of them
-    only = {"views": views_main, "visuals": main_visuals}.get(sys.argv[1] if sys.argv[1:] else "")
+    only = {"views": views_main, "visuals": main_visuals}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
     asyncio.run(only() if only is not None else main())

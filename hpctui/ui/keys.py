@@ -114,6 +114,12 @@ MIG_KEYS: tuple[KeySpec, ...] = (
     KeySpec("node.mig", "M", "mig_wizard", "MIG wizard", "heatmap", kind=ActionKind.MIG_RECONFIGURE,
             show=False),
 )
+# layout: walk the panes (the narrow layout's tabs; in a wide terminal, focus moves).
+LAYOUT_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("app.next_view", "right_square_bracket", "next_tab(1)", "Next view", "global", key_display="]"),
+    KeySpec("app.prev_view", "left_square_bracket", "next_tab(-1)", "Prev view", "global", show=False,
+            key_display="["),
+)
 # vi movement (k9s, htop): the same ids in every pane, so one keymap line moves them all.
 # ``action`` is a placeholder: each widget binds the ids to its own move (see ``move_bindings``).
 MOVE_KEYS: tuple[KeySpec, ...] = (
@@ -130,6 +136,7 @@ ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
             + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS + MOVE_KEYS + STACK_KEYS)
 ALL_KEYS += MIG_KEYS
+ALL_KEYS += LAYOUT_KEYS  # layout
 ALL_KEYS += HEATMAP_VIEW_KEYS  # visuals
 
 SCOPE_TITLES = {

@@ -46,6 +46,7 @@ DEFAULT_VARIABLES: dict[str, str] = {
     "sev-error": "#D0513E",
     "sev-critical": "#B0206E",
     "cell-text": "#F5F7FA",
+    "pane-border": "#6B7580",  # unfocused pane borders: grey that shows on dark and light surfaces
 }
 _VAR_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 

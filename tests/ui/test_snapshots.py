@@ -14,8 +14,10 @@ from uikit import load
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 
+SIZES = [(80, 24), (120, 40), (200, 60), (300, 80)]  # laptop over SSH … a wall screen
 
-@pytest.mark.parametrize("size", [(120, 40), (200, 60)], ids=["120x40", "200x60"])
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 @pytest.mark.parametrize("theme", ["dark", "light", "wall"])
 def test_dashboard_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], theme: str,
                             size: tuple[int, int]) -> None:
@@ -42,13 +44,16 @@ def test_triage_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]
 
 
 # -- states beyond the plain dashboard -------------------------------------------------------------
-def test_dashboard_80x24_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:
+@pytest.mark.parametrize("tabs", [1, 3, 4], ids=["node", "queue", "pods"])
+def test_narrow_tab_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime], tabs: int) -> None:
+    """80×24: one pane full size under the tab bar — the node's panel with every GPU, the
+    queue, the pods."""
     app = HpcApp(make_runtime(), autostart=False)
 
     async def run_before(pilot: Any) -> None:
         await load(app, pilot)
 
-    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before, press=("right_square_bracket",) * tabs)
 
 
 def test_read_only_snapshot(snap_compare: Any, make_runtime: Callable[..., Runtime]) -> None:

@@ -16,22 +16,25 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer
+from textual.widgets import ContentSwitcher
 
 from hpctui.model import ClusterSnapshot, Part, Pod
 from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
-from hpctui.ui.keys import STACK_KEYS, bindings
+from hpctui.ui.keys import LAYOUT_KEYS, STACK_KEYS, bindings
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.borders import set_border_text
+from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
+from hpctui.ui.widgets.footer import PinnedFooter
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.heatmap import NodeHeatmap, node_label
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
+from hpctui.ui.widgets.tabbar import TAB_NAMES, TabBar
 from hpctui.ui.widgets.tables import (
     LinkRow,
     MountRow,
@@ -61,11 +64,50 @@ VIEWS = {"queue": "queue-pane", "problems": "problems-pane", "events": "events-p
 # that `:` commands, the narrow layout's tab bar and the wall rotation all use.
 PANES = {"heatmap": "heatmap-pane", **VIEWS, "pods": "pods-pane", "ib": "ib-pane", "mounts": "mounts-pane"}
 
+# -- responsive layout ----------------------------------------------------------------------
+# Below NARROW_BELOW columns one pane at a time, full size, under a tab bar; the tabs are
+# the PANES plus "node" (the selected node's panel, every GPU). Wider, every pane is on
+# screen: the top row is only as tall as the heatmap (or the node panel) needs, and the
+# heatmap pane as wide as its node labels need (see fit_top).
+NARROW_BELOW = 100
+TAB_SLOTS = {  # tab -> (row id, id of the widget shown in that row)
+    "heatmap": ("top", "heatmap-pane"), "node": ("top", "gpu-panel"), "queue": ("middle", "views"),
+    "problems": ("middle", "views"), "events": ("middle", "views"), "pods": ("middle", "pods-pane"),
+    "ib": ("bottom", "ib-pane"), "mounts": ("bottom", "mounts-pane"),
+}
+LEGEND_CELLS = 115  # the heatmap legend's length in cells (packed into lines of the pane's width)
+LABEL_CELL = 5  # heatmap cell width that shows node numbers (hpctui.ui.widgets.heatmap.LABEL_MIN_WIDTH)
+
+
+def fit_top(width: int, main_height: int, nodes: int, max_gpus: int, *, wall: bool = False) -> tuple[int, int]:
+    """(top row height, heatmap pane width) in cells for the wide layout.
+
+    The heatmap pane is as wide as its nodes need to show labelled cells in the top row's
+    default height (between 30 % and 55 % of the width; 45-70 % on a wall); the top row
+    is no taller than the heatmap and the node panel need, so the tables below get the
+    rest instead of a block of empty heatmap rows."""
+    share = 4 / 6 if wall else 3 / 6
+    default_h = max(8, int(main_height * share))
+    lo, hi = (0.45, 0.70) if wall else (0.30, 0.55)
+    n = max(1, nodes)
+    heat_w = int(width * lo)
+    for _ in range(3):  # the legend takes more lines in a narrower pane: settle in a few steps
+        legend = min(4, -(-LEGEND_CELLS // max(1, heat_w - 2)) + 1)
+        cell_rows = max(1, default_h - 2 - legend)
+        want_cols = -(-n // cell_rows)
+        heat_w = max(int(width * lo), min(int(width * hi), want_cols * LABEL_CELL + 3))
+    legend = min(4, -(-LEGEND_CELLS // max(1, heat_w - 2)) + 1)
+    cols = max(1, (heat_w - 3) // LABEL_CELL)
+    heat_h = -(-n // cols) + 2 + legend
+    gpu_h = 16 + max_gpus  # state, findings, workload, the GPU table, border
+    return max(8, min(default_h, max(heat_h, gpu_h))), heat_w
+
 
 class DashboardScreen(Screen[None]):
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     # enter on an IB, mount or pod row selects its node (tables without an enter of their own)
-    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False), *bindings(STACK_KEYS)]
+    BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False), *bindings(STACK_KEYS),
+                *bindings(LAYOUT_KEYS)]
 
     def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
@@ -96,12 +138,22 @@ class DashboardScreen(Screen[None]):
         self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
         self.view = "problems" if wall else "queue"
         self.drill: list[tuple[str, str]] = []  # view stack inside the dashboard: (from pane, node), enter/esc
+        self.tab = "heatmap"  # the pane the narrow layout shows (and the tab bar highlights)
+        self._top_fit: tuple[int, int, int, int, bool] | None = None
+        self._heat_height: int | str = "1fr"
+        self._shown: set[str] = set()  # ids of the widgets the current tab shows
+        for table_id, fit in TABLE_FITS.items():
+            table = {"queue": self.queue_pane, "pods": self.pods_pane, "ib": self.ib_pane,
+                     "mounts": self.mounts_pane, "problems": self.problems_pane,
+                     "events": self.events_pane}[table_id].table
+            table.column_fit = fit
         if wall:
             self.add_class("-wall")
 
     def compose(self) -> ComposeResult:
         yield StatusLine("starting…", id="status", markup=False)
         yield Breadcrumb(id="breadcrumb")
+        yield TabBar(id="tabs")
         with Vertical(id="main"):
             with Horizontal(id="top", classes="row"):
                 yield HeatmapPane(self.heatmap, id="heatmap-pane")
@@ -115,10 +167,115 @@ class DashboardScreen(Screen[None]):
             with Horizontal(id="bottom", classes="row"):
                 yield self.ib_pane
                 yield self.mounts_pane
-        yield Footer()
+        yield PinnedFooter()
 
     def on_mount(self) -> None:
         self.heatmap.focus()
+        self._apply_tab()
+
+    # -- responsive layout ----------------------------------------------------
+    @property
+    def narrow(self) -> bool:
+        return 0 < self.size.width < NARROW_BELOW
+
+    def on_resize(self) -> None:
+        self._apply_tab()
+        self._fit_panes()
+
+    def _apply_tab(self) -> None:
+        """Mark the current tab's row and widget (the narrow CSS shows only those)."""
+        row_id, widget_id = TAB_SLOTS[self.tab]
+        narrow = self.narrow
+        shown = {widget_id}
+        heat_h = self._narrow_heatmap_height() if narrow and self.tab == "heatmap" else None
+        if heat_h is not None:  # room to spare under the heatmap: the node's panel too
+            shown.add("gpu-panel")
+        self._shown = shown
+        heat_height = heat_h if heat_h is not None else "1fr"
+        if heat_height != self._heat_height:  # runs on every snapshot: restyle only on change
+            self._heat_height = heat_height
+            self.query_one(HeatmapPane).styles.height = heat_height
+        for rid in ("top", "middle", "bottom"):
+            self.query_one(f"#{rid}").set_class(rid == row_id, "-current")
+        for wid in ("heatmap-pane", "gpu-panel", "views", "pods-pane", "ib-pane", "mounts-pane"):
+            self.query_one(f"#{wid}").set_class(wid in shown, "-current")
+        if self.gpu_panel.gpus_first != narrow:
+            self.gpu_panel.gpus_first = narrow
+            self.gpu_panel.redraw()
+        self.query_one(TabBar).show(self.tab, self._badges())
+
+    def _narrow_heatmap_height(self) -> int | None:
+        """Rows the heatmap tab's heatmap needs (labelled cells, legend, border) when that
+        leaves at least 8 rows for the node panel under it; None when it does not."""
+        nodes = len(self.heatmap.names)
+        if not nodes:
+            return None
+        main_h = self.size.height - 3  # status line, tab bar, footer
+        cols = max(1, (self.size.width - 3) // LABEL_CELL)
+        legend = min(4, -(-LEGEND_CELLS // max(1, self.size.width - 2)) + 1)
+        height = -(-nodes // cols) + 2 + legend
+        return height if main_h - height >= 8 else None
+
+    def _badges(self) -> dict[str, str]:
+        badges = {"node": node_label(self.selected)} if self.selected else {}
+        if self.problems_pane.nodes:
+            badges["problems"] = str(len(self.problems_pane.nodes))
+        return badges
+
+    def _fit_panes(self) -> None:
+        """Wide layout: size the top row and the heatmap pane to what they show (fit_top)."""
+        top = self.query_one("#top")
+        pane = self.query_one(HeatmapPane)
+        if self.narrow:
+            if self._top_fit is not None:
+                self._top_fit = None
+                top.styles.height = "1fr"
+                pane.styles.width = "1fr"
+            return
+        snap = self.snapshot
+        nodes = len(self.heatmap.names)
+        max_gpus = max((len(g) for g in snap.gpus.values()), default=0) if snap is not None else 8
+        key = (self.size.width, self.size.height, nodes, max_gpus, self.wall)
+        if key == self._top_fit:
+            return
+        self._top_fit = key
+        main_h = self.size.height - 2  # status line and footer
+        height, width = fit_top(self.size.width, main_h, nodes, max_gpus, wall=self.wall)
+        top.styles.height = height
+        pane.styles.width = width
+
+    def action_next_tab(self, step: int) -> None:
+        """``]``/``[``: the next/previous pane (a tab of the narrow layout; focus when wide)."""
+        i = TAB_NAMES.index(self.tab) if self.tab in TAB_NAMES else 0
+        self.show_view(TAB_NAMES[(i + step) % len(TAB_NAMES)])
+
+    @on(TabBar.Chosen)
+    def _tab_chosen(self, event: TabBar.Chosen) -> None:
+        self.show_view(event.name)
+
+    def on_descendant_focus(self, event: object) -> None:
+        """The tab follows focus (a click, tab, or a pane focused by a key of its own); so does
+        the breadcrumb's last level."""
+        self._crumbs_changed()
+        widget = getattr(event, "widget", None)
+        if self.narrow and any(w.id in self._shown for w in getattr(widget, "ancestors_with_self", ())):
+            return  # on screen in this tab already (the node panel under a small heatmap)
+        name = self._tab_of(widget)
+        if name is not None and name != self.tab:
+            self.tab = name
+            self._apply_tab()
+
+    def _tab_of(self, widget: object) -> str | None:
+        node = widget
+        while node is not None and node is not self:
+            wid = getattr(node, "id", None)
+            if wid == "views":
+                return self.view
+            for name, (_, slot) in TAB_SLOTS.items():
+                if slot == wid and slot != "views":
+                    return name
+            node = getattr(node, "parent", None)
+        return None
 
     # -- data down ------------------------------------------------------------
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
@@ -142,6 +299,8 @@ class DashboardScreen(Screen[None]):
         self.events_pane.show(snapshot, self.selected)
         self._show_node()
         self.update_status()
+        self._fit_panes()
+        self._apply_tab()
 
     def update_health(self, snapshot: ClusterSnapshot) -> None:
         """Same data, new source health (an error, a retry): status line and pane markers only."""
@@ -203,6 +362,8 @@ class DashboardScreen(Screen[None]):
             return
         self.selected = event.node
         self._show_node()
+        if self.narrow:
+            self.query_one(TabBar).show(self.tab, self._badges())
         if self.snapshot is not None:
             if not self.ib_pane.scope_all:
                 self.ib_pane.show(None, self.selected)
@@ -219,18 +380,21 @@ class DashboardScreen(Screen[None]):
 
     # -- triage ---------------------------------------------------------------
     def show_view(self, name: str, focus: bool = True) -> None:
-        """Show the pane ``name`` (a key of PANES) and focus it: the queue, problem list and
-        event timeline share the middle-left slot; the others are always on screen."""
-        if name not in VIEWS:
-            if focus:
-                target = self.heatmap if name == "heatmap" else self.query_one(f"#{PANES[name]}", TablePane).table
-                self.set_focus(target)
-            return
-        pane = self.query_one(f"#{VIEWS[name]}", TablePane)
-        self.view = name
-        self.query_one("#views", ContentSwitcher).current = VIEWS[name]
+        """Show the pane ``name`` (a key of PANES, or "node": the node panel) and focus it: the
+        queue, problem list and event timeline share the middle-left slot; in a narrow
+        terminal it becomes the one pane on screen (its tab)."""
+        self.tab = name
+        if name in VIEWS:
+            self.view = name
+            self.query_one("#views", ContentSwitcher).current = VIEWS[name]
+        self._apply_tab()
         if focus:
-            self.set_focus(pane.table)
+            if name == "heatmap":
+                self.set_focus(self.heatmap)
+            elif name == "node":
+                self.set_focus(self.gpu_panel)
+            else:
+                self.set_focus(self.query_one(f"#{PANES[name]}", TablePane).table)
 
     def show_pane(self, pane: TablePane) -> None:
         """Make ``pane`` visible (for panes that share the middle-left slot)."""
@@ -350,14 +514,14 @@ class DashboardScreen(Screen[None]):
         if callable(update):
             update()
 
-    def on_descendant_focus(self) -> None:
-        self._crumbs_changed()
-
     def action_select_row_node(self) -> None:
         focused = self.focused
-        if focused is self.heatmap:  # enter on a node: drill down to its jobs and pods
-            self.workload_here()
-            self._crumbs_changed()
+        if focused is self.heatmap:
+            if self.narrow:  # enter on a node: its panel, all GPUs (the node tab)
+                self.show_view("node")
+            else:  # drill down to its jobs and pods
+                self.workload_here()
+                self._crumbs_changed()
             return
         row = getattr(focused, "cursor_row", None)
         node = getattr(getattr(row, "port", None), "node", None) or getattr(getattr(row, "mount", None), "node", None)

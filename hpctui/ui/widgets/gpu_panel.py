@@ -31,6 +31,23 @@ _GPU_COLUMNS = (("GPU", 3), ("MODEL", 10), ("UTIL", 5), ("MEM GiB", 11), ("TEMP/
                 ("POWER W", 9), ("ECC c/u", 8), ("REMAP", 5), ("PCIe g/w", 11), ("MIG", 3))
 
 
+# Dropped first when the panel is narrow (the GPU index, utilization and memory always stay).
+_GPU_DROP_ORDER = ("MIG", "PCIe g/w", "MODEL", "REMAP", "ECC c/u", "POWER W")
+
+
+def gpu_columns_for(width: int | None) -> frozenset[str]:
+    """Titles of the GPU columns that fit in ``width`` cells (all when None)."""
+    keep = [title for title, _ in _GPU_COLUMNS]
+    if width is None:
+        return frozenset(keep)
+    widths = dict(_GPU_COLUMNS)
+    for title in _GPU_DROP_ORDER:
+        if sum(widths[t] + 1 for t in keep) <= width:
+            break
+        keep.remove(title)
+    return frozenset(keep)
+
+
 def _cell(text: str, width: int, style: str = "") -> Piece:
     text = text[:width].ljust(width) + " "
     return (text, style) if style else text
@@ -57,8 +74,9 @@ def _pcie(gpu: Gpu) -> str:
     return f"{cur}/{top}"
 
 
-def gpu_lines(gpu: Gpu, t: Thresholds) -> list[Content]:
-    """One summary row per GPU plus detail rows for Xid, MIG, throttling, loss."""
+def gpu_lines(gpu: Gpu, t: Thresholds, columns: frozenset[str] | None = None) -> list[Content]:
+    """One summary row per GPU plus detail rows for Xid, MIG, throttling, loss (``columns``:
+    the titles to show, see :func:`gpu_columns_for`)."""
     if gpu.lost:
         return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical bold"))]
     ecc_style = "$sev-critical" if gpu.ecc_uncorrected_volatile else (
@@ -69,7 +87,7 @@ def gpu_lines(gpu: Gpu, t: Thresholds) -> list[Content]:
                                      and 100 * gpu.power_w / gpu.power_limit_w >= t.gpu_power_warn_pct) else ""
     pcie_style = "$primary" if (gpu.pcie_width_current is not None and gpu.pcie_width_max
                                  and gpu.pcie_width_current < gpu.pcie_width_max) else ""
-    row = Content.assemble(
+    cells = (
         _cell(str(gpu.index), 3),
         _cell((gpu.model or NA_TEXT).removeprefix("NVIDIA "), 10),
         _cell(num(gpu.util_pct, "{:.0f}%"), 5),
@@ -81,6 +99,8 @@ def gpu_lines(gpu: Gpu, t: Thresholds) -> list[Content]:
         _cell(_pcie(gpu), 11, pcie_style),
         _cell("on" if gpu.mig_mode_current else yes_no(gpu.mig_mode_current).replace("no", "off"), 3),
     )
+    row = Content.assemble(*(cell for cell, (title, _) in zip(cells, _GPU_COLUMNS, strict=True)
+                             if columns is None or title in columns))
     lines = [row]
     pad = "    "
     if gpu.last_xid is not None:
@@ -162,13 +182,17 @@ def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
     return lines
 
 
-def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> Content:
-    """Everything the panel shows for one node, as one Content."""
+def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, width: int | None = None,
+                gpus_first: bool = False) -> Content:
+    """Everything the panel shows for one node, as one Content. ``width``: GPU columns that do
+    not fit are left out; ``gpus_first``: the GPU table right under the node's state (a short
+    panel shows every GPU before the workload and findings)."""
     from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines  # (keeps the import block as it was)
 
     if name is None:
         return Content("No node selected.")
     lines = node_header(snapshot.nodes.get(name), name, snapshot.time)
+    head = len(lines)
     lines.extend(source_lines(snapshot, name, snapshot.time))
     lines.extend(resource_lines(snapshot.resources.get(name)))
     findings = findings_for(snapshot, t).node(name)
@@ -181,15 +205,22 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds) -> C
             lines.append(Content(f"  … {len(findings) - 12} more"))
     lines.extend(workload_lines(snapshot, name))
     gpus = snapshot.gpus.get(name)
+    table: list[Content] = []
     if gpus is None:
-        lines.append(Content("GPUs: N/A (no GPU data for this node)"))
+        table.append(Content("GPUs: N/A (no GPU data for this node)"))
     elif not gpus:
-        lines.append(Content("GPUs: none"))
+        table.append(Content("GPUs: none"))
     else:
-        lines.append(Content.assemble(*(_cell(title, w, "bold $primary") for title, w in _GPU_COLUMNS)))
+        columns = gpu_columns_for(width)
+        table.append(Content.assemble(*(_cell(title, w, "bold $primary") for title, w in _GPU_COLUMNS
+                                        if title in columns)))
         for gpu in gpus:
-            lines.extend(gpu_lines(gpu, t))
-            lines.extend(probe_gpu_lines(gpu))
+            table.extend(gpu_lines(gpu, t, columns))
+            table.extend(probe_gpu_lines(gpu))
+    if gpus_first:
+        lines[head:head] = table
+    else:
+        lines.extend(table)
     lines.extend(service_lines(snapshot, name))
     return Content("\n").join(lines)
 
@@ -211,6 +242,8 @@ class GpuPanel(VerticalScroll):
         self._body: Content | None = None
         self._body_dims: tuple[int, int] = (-1, -1)
         self._body_node: str | None = None
+        self.gpus_first = False  # set by the screen: the narrow layout's node tab shows every GPU first
+        self._last: tuple[ClusterSnapshot, str | None, Thresholds, HistoryGetter | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Waiting for data…", id="gpu-body", markup=False)
@@ -224,11 +257,13 @@ class GpuPanel(VerticalScroll):
              history: HistoryGetter | None = None) -> None:
         """Draw ``node``; parts whose text, styles or series are unchanged are not redrawn."""
         self.node = node
+        self._last = (snapshot, node, thresholds, history)
         title = f"Node {node}" if node else "Node / GPUs"
         if title != self._title:  # setting a border title repaints the whole panel
             self._title = title
             set_border_text(self, Content(title))
-        body = node_detail(snapshot, node, thresholds)
+        width = self.size.width - 3 if self.size.width else None  # border and scrollbar
+        body = node_detail(snapshot, node, thresholds, width=width, gpus_first=self.gpus_first)
         drawn = self._body
         if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
             self._body = body
@@ -255,6 +290,14 @@ class GpuPanel(VerticalScroll):
         box = self.query_one("#gpu-history")
         if box.display != shown:
             box.display = shown
+
+    def on_resize(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Draw the last node again (the width or ``gpus_first`` changed)."""
+        if self._last is not None:
+            self.show(*self._last)
 
     def show_history(self, node: str, util: list[float], window: str) -> None:
         """A range-query answer for ``node`` (from a metrics source), with the window it covers."""

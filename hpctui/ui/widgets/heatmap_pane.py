@@ -14,19 +14,37 @@ from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 
-def legend_content(metric: Metric, thresholds: Thresholds, palette: str = "default") -> Content:
-    pieces: list[tuple[str, str] | str] = []
+def legend_content(metric: Metric, thresholds: Thresholds, palette: str = "default",
+                   width: int | None = None) -> Content:
+    """The colour swatches, then the glyphs; with ``width``, packed into lines of that width
+    that break only between entries (a narrow pane never splits "K8s not ready")."""
     fixed = level_colours(metric, palette)
     severity_glyphs = fixed is not None and metric is Metric.HEALTH
+    entries: list[list[tuple[str, str] | str]] = []
     for i, (var, label) in enumerate(legend_entries(metric, thresholds)):
         colour = f"on {fixed[i if i < len(fixed) - 1 else -1]}" if fixed is not None else f"on ${var}"
         swatch = f"{SEVERITY_GLYPHS[i]} " if severity_glyphs else "  "
-        pieces += [(swatch, colour), f" {label} "]
-    pieces.append("│")
-    for glyph, label in GLYPH_LEGEND:
-        pieces += [(f" {glyph}", "bold"), f" {label}"]
-    pieces.append(" • marked")
-    return Content.assemble(*pieces)
+        entries.append([(swatch, colour), f" {label} "])
+    entries[-1].append("│")
+    entries += [[(f" {glyph}", "bold"), f" {label}"] for glyph, label in GLYPH_LEGEND]
+    entries.append([" • marked"])
+    if width is None:
+        return Content.assemble(*(piece for entry in entries for piece in entry))
+    lines: list[list[tuple[str, str] | str]] = [[]]
+    used = 0
+    for entry in entries:
+        size = sum(len(p if isinstance(p, str) else p[0]) for p in entry)
+        if lines[-1] and used + size > width:
+            lines.append([])
+            used = 0
+            if isinstance(entry[0], str):  # no leading blank at the start of a line
+                entry = [entry[0].lstrip(), *entry[1:]]
+            elif entry[0][0].startswith(" ") and entry[0][0].strip():
+                entry = [(entry[0][0].lstrip(), entry[0][1]), *entry[1:]]
+            size = sum(len(p if isinstance(p, str) else p[0]) for p in entry)
+        lines[-1].extend(entry)
+        used += size
+    return Content("\n").join(Content.assemble(*line) for line in lines)
 
 
 class HeatmapPane(Vertical):
@@ -41,6 +59,14 @@ class HeatmapPane(Vertical):
         yield self.heatmap
         yield Static(legend_content(self.heatmap.metric, self.heatmap.thresholds, self.heatmap.palette_name),
                      id="legend", markup=False)
+
+    def on_resize(self) -> None:
+        self._draw_legend()
+
+    def _draw_legend(self) -> None:
+        width = self.size.width
+        self.query_one("#legend", Static).update(
+            legend_content(self.heatmap.metric, self.heatmap.thresholds, self.heatmap.palette_name, width or None))
 
     def on_mount(self) -> None:
         self.update_title()
@@ -58,8 +84,7 @@ class HeatmapPane(Vertical):
 
     @on(NodeHeatmap.MetricChanged)
     def _metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:
-        self.query_one("#legend", Static).update(legend_content(event.metric, self.heatmap.thresholds,
-                                                                self.heatmap.palette_name))
+        self._draw_legend()
         self.update_title()
 
     @on(NodeHeatmap.GroupingChanged)

@@ -9,7 +9,7 @@ cached per position until the data, sort, filter, size or theme changes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Generic, Literal, TypeVar
@@ -64,6 +64,59 @@ class Column(Generic[T]):
     sort_key: Callable[[T], Any] | None = None
     align: Literal["left", "right"] = "left"
     style: Callable[[T], str | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """How a column behaves when the table is narrower or wider than the columns' widths.
+
+    ``priority``: higher survives longer (columns are shrunk, then dropped, lowest first);
+    ``min_width``: how far the column may shrink before it is dropped (None: not at all);
+    ``grow``: its share of spare width (0: never wider than ``Column.width``)."""
+
+    priority: int = 50
+    min_width: int | None = None
+    grow: int = 0
+
+
+DEFAULT_FIT = Fit()
+
+
+def fit_columns(columns: Sequence[Column[T]], fit: Mapping[str, Fit], avail: int,
+                gutter: int = 0) -> list[tuple[Column[T], int]]:
+    """(column, width) pairs for ``avail`` cells: too narrow, the lowest-priority columns shrink
+    to their ``min_width`` and then drop out (rightmost first among equals); wider, the ``grow``
+    columns share the spare cells. Never drops the last column."""
+    def rank(c: Column[T]) -> tuple[int, int]:
+        return (fit.get(c.key, DEFAULT_FIT).priority, -columns.index(c))
+
+    def least(c: Column[T]) -> int:
+        m = fit.get(c.key, DEFAULT_FIT).min_width
+        return c.width if m is None else min(m, c.width)
+
+    kept = list(columns)
+    while len(kept) > 1 and gutter + sum(least(c) + 1 for c in kept) > avail:
+        kept.remove(min(kept, key=rank))
+    widths = {c.key: c.width for c in kept}
+    spare = avail - gutter - sum(w + 1 for w in widths.values())
+    if spare < 0:
+        for c in sorted(kept, key=rank):
+            cut = min(-spare, widths[c.key] - least(c))
+            widths[c.key] -= cut
+            spare += cut
+            if spare >= 0:
+                break
+    else:
+        growers = [c for c in kept if fit.get(c.key, DEFAULT_FIT).grow > 0]
+        weight = sum(fit.get(c.key, DEFAULT_FIT).grow for c in growers)
+        given = 0
+        for c in growers:
+            share = spare * fit.get(c.key, DEFAULT_FIT).grow // weight
+            widths[c.key] += share
+            given += share
+        if growers:
+            widths[growers[-1].key] += spare - given
+    return [(c, widths[c.key]) for c in kept]
 
 
 @lru_cache(maxsize=65536)
@@ -172,7 +225,7 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
     def __init__(self, columns: Sequence[Column[T]], *, row_key: Callable[[T], str],
                  search_text: Callable[[T], str] | None = None, row_style: Callable[[T], str | None] | None = None,
                  markable: bool = False, sort: str | None = None, reverse: bool = False,
-                 row_nodes: Callable[[T], Iterable[str]] | None = None,
+                 row_nodes: Callable[[T], Iterable[str]] | None = None, fit: Mapping[str, Fit] | None = None,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.row_nodes = row_nodes  # the nodes a row is about: lets a hostlist filter match it
@@ -200,6 +253,10 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         gutter = 2 if markable else 0
         self._gutter = gutter
         self._width = gutter + sum(c.width + 1 for c in self.columns)
+        # Columns as drawn: with a ``fit`` (column key -> Fit) they follow the table's width
+        # (responsive layout); without one, every column at its own width (scroll sideways).
+        self.column_fit = fit
+        self.col_layout: list[tuple[Column[T], int]] = [(c, c.width) for c in self.columns]
         # Set by the pane around the table: opens its filter input and returns it. Keys that
         # were already queued for this table behind ``/`` are fed to that input (see on_key).
         self._scrolled_for: Size | None = None  # our virtual size at the last scrollbar update
@@ -350,6 +407,25 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
 
     def on_resize(self) -> None:
         self._base_style = self.rich_style
+        self._fit_layout()
+
+    def _fit_layout(self) -> None:
+        """Re-fit the columns to the width (one column stays free for the vertical scrollbar)."""
+        if self.column_fit is None or not self.size.width:
+            return
+        avail = self.size.width - int(self.styles.scrollbar_size_vertical or 0)
+        layout = fit_columns(self.columns, self.column_fit, avail, self._gutter)
+        if [(c.key, w) for c, w in layout] != [(c.key, w) for c, w in self.col_layout]:
+            self.col_layout = layout
+            self._width = self._gutter + sum(w + 1 for _, w in layout)
+            self.virtual_size = Size(self._width, len(self.view) + 1)
+            self._lines.clear()
+            self.refresh()
+
+    @property
+    def shown_columns(self) -> list[str]:
+        """Keys of the columns drawn at the current width."""
+        return [c.key for c, _ in self.col_layout]
 
     def _style(self, name: str | None) -> Style:
         style = self._styles.get(name)
@@ -363,9 +439,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         if self._gutter:
             segments.append(Segment("• " if self.row_key(row) in self.marked else "  ", self._style("accent")))
         row_style = self._style(self.row_style(row) if self.row_style else None)
-        for column in self.columns:
+        for column, width in self.col_layout:
             text = column.text(row)
-            width = column.width
             if len(text) > width:
                 text = text[: width - 1] + "…" if width > 1 else text[:width]
             text = text.rjust(width) if column.align == "right" else text.ljust(width)
@@ -383,12 +458,12 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             segments.append(Segment("  "))
         palette = self._palette or Palette.from_app(self.app)
         base = palette.fg("primary", bold=True)
-        for column in self.columns:
+        for column, width in self.col_layout:
             title = column.title
             if column.key == self.sort_column:
                 title = f"{title}{'▼' if self.sort_reverse else '▲'}"
-            title = title[: column.width]
-            title = title.rjust(column.width) if column.align == "right" else title.ljust(column.width)
+            title = title[:width]
+            title = title.rjust(width) if column.align == "right" else title.ljust(width)
             segments.append(Segment(title + " ", base))
         return Strip(segments, self._width).apply_style(self._base_style)
 
@@ -516,10 +591,10 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             return
         if offset.y == 0:  # header: sort by the clicked column
             x = offset.x + int(self.scroll_offset.x) - self._gutter
-            for column in self.columns:
-                if x < column.width + 1:
+            for column, width in self.col_layout:
+                if x < width + 1:
                     self.sort_by(column.key)
                     return
-                x -= column.width + 1
+                x -= width + 1
             return
         self._move_cursor(int(self.scroll_offset.y) + offset.y - 1)
