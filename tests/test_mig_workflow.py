@@ -233,3 +233,87 @@ def test_config_layouts_reach_the_runtime() -> None:
                            "mig_layouts": {"two-3g": {"devices": {"3g.40gb": 2}}}})
     rt = runtime_from_config(config, "lab")
     assert rt.mig_layouts["two-3g"].devices == {"3g.40gb": 2}
+
+
+def test_verify_keeps_trying_a_node_that_cannot_be_read_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node resetting its GPU is often unreachable: a read that raises is tried again, not fatal."""
+    rt, src = runtime(tmp_path)
+    node = mig_node(src)
+    calls: list[str] = []
+
+    async def flaky(name: str) -> dict[int, tuple[bool, tuple[str, ...]]]:
+        calls.append(name)
+        if len(calls) <= 3:
+            raise OSError(113, "No route to host")
+        return wf.observed(rt.store.snapshot(), name)
+
+    monkeypatch.setattr(src, "read_mig", flaky, raising=False)  # what the SSH route's backend has
+    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0)
+
+    async def go() -> bool:
+        await rt.collect_once()
+        assert wf.prepare()
+        return await wf.run(wf.confirm_word)
+
+    assert run(go()) is True
+    assert len(calls) == 4 and wf.step("verify").status is Status.OK
+    detail = wf.step("verify").detail
+    assert f"{node}: cannot read its MIG layout yet (OSError: [Errno 113] No route to host); trying again" in detail
+    assert sum("cannot read" in line for line in detail) == 1  # the same error is said once
+    assert "DRAIN" not in src.sim.admin[node].flags
+
+
+def test_verify_of_an_unreachable_node_fails_the_step_and_leaves_it_drained(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt, src = runtime(tmp_path)
+    node = mig_node(src)
+
+    async def down(name: str) -> dict[int, tuple[bool, tuple[str, ...]]]:
+        raise TimeoutError
+
+    monkeypatch.setattr(src, "read_mig", down, raising=False)
+    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0, verify_timeout_s=0.0)
+
+    async def go() -> bool:
+        await rt.collect_once()
+        assert wf.prepare()
+        ok = await wf.run(wf.confirm_word)
+        await rt.collect_once()
+        return ok
+
+    assert run(go()) is False
+    assert wf.done and wf.step("verify").status is Status.FAILED
+    assert [wf.step(k).status for k in ("gres", "resume")] == [Status.SKIPPED] * 2
+    assert any("its MIG layout could not be read in 0 s (TimeoutError)" in line for line in wf.step("verify").detail)
+    slurm = rt.store.snapshot().nodes[node].slurm
+    assert slurm is not None and "DRAIN" in slurm.flags
+    assert slurm.reason == "hpctui mig: verify failed: node unreachable"
+    records = AuditLog(tmp_path / "audit.jsonl").read()
+    assert any(r["source"] == "mig-wizard" and r["params"]["step"] == "verify" and not r["results"][0]["ok"]
+               and r["results"][0]["message"] == "hpctui mig: verify failed: node unreachable" for r in records)
+    assert not any(r["action"] == "resume" for r in records)
+
+
+def test_an_unexpected_error_in_a_step_stops_there_audited_and_drained(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rt, src = runtime(tmp_path)
+    node = mig_node(src)
+    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0)
+
+    def broken(key: str) -> None:
+        raise RuntimeError("bug in the gres step")
+
+    async def go() -> bool:
+        await rt.collect_once()
+        assert wf.prepare()
+        monkeypatch.setattr(wf, "_gres", lambda: (wf._set("gres", Status.RUNNING), broken("gres")))
+        ok = await wf.run(wf.confirm_word)
+        await rt.collect_once()
+        return ok
+
+    assert run(go()) is False
+    assert wf.done and wf.step("gres").status is Status.FAILED and wf.step("resume").status is Status.SKIPPED
+    slurm = rt.store.snapshot().nodes[node].slurm
+    assert slurm is not None and slurm.reason == "hpctui mig: gres failed: RuntimeError: bug in the gres step"
+    assert any(r["source"] == "mig-wizard" and r["params"]["step"] == "gres"
+               for r in AuditLog(tmp_path / "audit.jsonl").read())

@@ -41,6 +41,7 @@ from hpctui.actions.mig_layouts import (
 )
 from hpctui.correlate import workload_index
 from hpctui.model.hostlist import collect
+from hpctui.poller import describe_error
 from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
@@ -335,6 +336,14 @@ class MigWorkflow:
             if not self.applying:
                 await asyncio.shield(self._undo())
             raise
+        except Exception as exc:  # an unexpected error in a step stops there: audited, the node left drained
+            ok = False
+            key = next((s.key for s in self.steps if s.status is Status.RUNNING),
+                       next((s.key for s in self.steps if s.status is Status.PENDING), "resume"))
+            try:
+                await self._leave_drained(key, f"{key} failed: {describe_error(exc)}"[:200])
+            except Exception as again:  # even leaving it drained failed: say so, never raise out of the wizard
+                self._set(key, Status.FAILED, f"{key} failed: {describe_error(exc)}; and then: {describe_error(again)}")
         finally:
             self.done = True
         self.ok = ok
@@ -448,6 +457,8 @@ class MigWorkflow:
         t0 = time.monotonic()
         pending = set(self.nodes)
         by_node = {n: r for r in self.routes for n in r.nodes}
+        last_seen: dict[str, dict[int, tuple[bool, tuple[str, ...]]]] = {}
+        unreachable: dict[str, str] = {}  # node -> why its last read failed
         while pending:
             await self.collect()
             snap = self.runtime.store.snapshot()
@@ -455,11 +466,20 @@ class MigWorkflow:
                 r = by_node[n]
                 reader = getattr(r.backend, "read_mig", None)
                 if reader is not None:
-                    seen = await reader(n)
+                    try:
+                        seen = await reader(n)
+                    except Exception as exc:  # a node resetting its GPU is often unreachable: keep trying
+                        why = describe_error(exc)
+                        if unreachable.get(n) != why:
+                            self._set("verify", None, f"{n}: cannot read its MIG layout yet ({why}); trying again")
+                        unreachable[n] = why
+                        continue
+                    unreachable.pop(n, None)
                 elif r.how == "k8s":
                     seen = self._k8s_seen(snap, n)
                 else:
                     seen = self.observed(snap, n)
+                last_seen[n] = seen
                 want = self.expected[n]
                 if all(seen.get(i) == w for i, w in want.items()):
                     pending.discard(n)
@@ -468,7 +488,13 @@ class MigWorkflow:
                 break
             if time.monotonic() - t0 > self.verify_timeout_s:
                 for n in sorted(pending):
-                    seen = (self.observed(snap, n) if by_node[n].how != "k8s" else self._k8s_seen(snap, n))
+                    if n in unreachable and n not in last_seen:
+                        bad[n] = "verify failed: node unreachable"
+                        self._set("verify", None, f"FAILED {n}: its MIG layout could not be read in "
+                                                  f"{self.verify_timeout_s:g} s ({unreachable[n]})")
+                        continue
+                    seen = last_seen.get(n) or (self.observed(snap, n) if by_node[n].how != "k8s"
+                                                else self._k8s_seen(snap, n))
                     wrong = [i for i, w in self.expected[n].items() if seen.get(i) != w]
                     bad[n] = f"verify failed on GPU {wrong[0]}" if wrong else "verify failed"
                     self._set("verify", None, f"FAILED {n}: GPU {wrong[0] if wrong else '?'} shows "

@@ -120,3 +120,43 @@ async def test_mig_command_takes_the_marked_nodes_and_config_layouts(make_runtim
         assert screen.workflow is not None and screen.workflow.ok
     await runtime.collect_once()
     assert all([m.profile for m in g.mig_instances] == ["3g.40gb", "3g.40gb"] for g in runtime.store.snapshot().gpus[node])
+
+
+async def test_a_node_unreachable_in_verify_fails_the_step_and_the_app_keeps_running(
+        make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+
+    async def down(name: str) -> dict[int, tuple[bool, tuple[str, ...]]]:
+        raise OSError(113, "No route to host")  # the node is resetting its GPU
+
+    runtime.sources[0].read_mig = down  # type: ignore[attr-defined]  # what the SSH route's backend has
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        app.push_screen(MigWizardScreen(runtime, [node]))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        screen.query_one("#mig-layouts", OptionList).highlighted = 1  # all-1g
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.workflow is not None
+        screen.workflow.verify_timeout_s = 0.0
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and app.screen is screen
+        wf = screen.workflow
+        assert wf.done and not wf.ok and wf.step("verify").status is Status.FAILED
+        assert "[✗] Verify instances" in str(screen.query_one("#mig-steps", Static).render())
+        assert "stopped at 'Verify instances'" in str(screen.query_one("#mig-status", Static).render())
+        await pilot.press("escape")  # nothing runs any more: escape closes
+        await pilot.pause()
+        assert not isinstance(app.screen, MigWizardScreen)
+    await runtime.collect_once()
+    slurm = runtime.store.snapshot().nodes[node].slurm
+    assert slurm is not None and slurm.reason == "hpctui mig: verify failed: node unreachable"
+    audit = AuditLog(app.runtime.executor.audit.path).read() if app.runtime.executor.audit else []
+    assert any(r["source"] == "mig-wizard" and r["params"]["step"] == "verify" and not r["results"][0]["ok"]
+               for r in audit)

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from hpctui.actions.mig import MigWorkflow, Status, Step
 from hpctui.actions.mig_layouts import LayoutError, available, family, resolve
 from hpctui.model.hostlist import collect
+from hpctui.poller import describe_error
 from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
@@ -189,12 +190,18 @@ class MigWizardScreen(Screen[None]):
         self._status("running… escape cancels until the apply step starts")
         self._run(word)
 
-    @work(exclusive=True, group="mig", description="MIG wizard")
+    @work(exclusive=True, group="mig", description="MIG wizard", exit_on_error=False)
     async def _run(self, word: str) -> None:
         assert self.workflow is not None
         wf = self.workflow
         try:
             ok = await wf.run(word)
+        except Exception as exc:  # the workflow stops a failed step itself; this is the last guard
+            ok = False
+            for s in wf.steps:
+                if s.status is Status.RUNNING:
+                    s.status = Status.FAILED
+                    s.detail.append(clean_text(f"stopped: {describe_error(exc)}"))
         finally:
             self.running = False
             self._draw_steps()
