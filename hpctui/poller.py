@@ -134,6 +134,11 @@ class Poller:
             self._wake[source.name] = asyncio.Event()
             self._tasks.append(asyncio.create_task(self._loop(source), name=f"poll:{source.name}"))
 
+    @property
+    def running(self) -> bool:
+        """The per-source loops run (``start()`` was called and they were not stopped)."""
+        return any(not task.done() for task in self._tasks)
+
     def refresh_now(self) -> None:
         """Ask every loop to poll now (the ``r`` key); a poll in flight is not duplicated."""
         for event in self._wake.values():

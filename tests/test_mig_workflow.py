@@ -317,3 +317,76 @@ def test_an_unexpected_error_in_a_step_stops_there_audited_and_drained(
     assert slurm is not None and slurm.reason == "hpctui mig: gres failed: RuntimeError: bug in the gres step"
     assert any(r["source"] == "mig-wizard" and r["params"]["step"] == "gres"
                for r in AuditLog(tmp_path / "audit.jsonl").read())
+
+
+def test_with_the_poller_running_the_wizard_collects_nothing_itself(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI's poller collects: the wait and verify loops ask it for a refresh and never collect a
+    source themselves (no source is collected twice at once)."""
+    rt, src = runtime(tmp_path)
+    node = mig_node(src)
+    own = src.collect
+    in_flight = {"now": 0, "most": 0, "calls": 0}
+
+    async def counted() -> object:
+        in_flight["now"] += 1
+        in_flight["calls"] += 1
+        in_flight["most"] = max(in_flight["most"], in_flight["now"])
+        try:
+            return await own()
+        finally:
+            in_flight["now"] -= 1
+
+    async def forbidden() -> None:
+        raise AssertionError("collect_once while the poller runs")
+
+    monkeypatch.setattr(src, "collect", counted)
+    monkeypatch.setattr(rt, "collect_once", forbidden)
+    monkeypatch.setattr(rt.poller, "poll_all_once", forbidden)
+    refreshes: list[int] = []
+    wake = rt.refresh_now
+    monkeypatch.setattr(rt, "refresh_now", lambda: (refreshes.append(1), wake()))
+
+    async def go() -> bool:
+        await rt.poller.poll_once(src)
+        rt.start()
+        try:
+            wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.01)
+            assert wf.prepare()
+            ok = await wf.run(wf.confirm_word)
+            assert ok, [(s.key, s.status, s.detail) for s in wf.steps]
+            return ok
+        finally:
+            await rt.stop()
+
+    assert run(go()) is True
+    assert in_flight["most"] == 1 and in_flight["calls"] >= 2
+    assert len(refreshes) == 2  # once at the start of the wait step, once at the start of verify
+    assert [m.profile for m in rt.store.snapshot().gpus[node][0].mig_instances] == ["1g.10gb"] * 7
+
+
+def test_without_a_poller_each_source_is_collected_at_most_once_per_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hpctui act mig` has no poller: the wait loop collects a source at the step's start, then only when
+    its interval has passed, however short the loop period."""
+    rt, src = runtime(tmp_path)
+    src.interval_s = 3600.0
+    busy = next(n for n in src.sim.mig if src.sim.workload.running_on(n) and n != src.sim.place.xid_node)
+    calls: list[str] = []
+    own = rt.poller.poll_once
+
+    async def counted(source: object) -> bool:
+        calls.append(getattr(source, "name", "?"))
+        return await own(source)  # type: ignore[arg-type]
+
+    async def go() -> MigWorkflow:
+        await rt.collect_once()
+        monkeypatch.setattr(rt.poller, "poll_once", counted)
+        wf = MigWorkflow(rt, [busy], "all-1g", poll_s=0.001, wait_timeout_s=0.2)
+        assert wf.prepare()
+        assert not await wf.run(wf.confirm_word)  # the job never ends on a frozen clock
+        return wf
+
+    wf = run(go())
+    assert isinstance(wf, MigWorkflow) and wf.step("wait").status is Status.FAILED
+    assert calls == [src.name]  # at the start of the wait step; not every round

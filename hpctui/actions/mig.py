@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import math
 import re
 import time
 import uuid
@@ -123,7 +124,8 @@ class MigWorkflow:
         self.wait_timeout_s = wait_timeout_s
         self.verify_timeout_s = verify_timeout_s
         self.poll_s = poll_s
-        self.collect = collect or runtime.collect_once
+        self.collect = collect  # None: the runtime's poller, or the sources when none runs (see _fresh)
+        self._collected: dict[str, float] = {}  # source -> when _fresh last collected it (no poller)
         self.id = uuid.uuid4().hex
         self.routes: list[Route] = []
         self.errors: list[str] = []
@@ -409,8 +411,10 @@ class MigWorkflow:
         self._set("wait", Status.RUNNING)
         t0 = time.monotonic()
         last: list[str] | None = None
+        first = True
         while True:
-            await self.collect()
+            await self._fresh(first)
+            first = False
             busy = self.busy(self.runtime.store.snapshot())
             if not busy:
                 self._set("wait", Status.OK, f"empty after {time.monotonic() - t0:.0f} s")
@@ -424,7 +428,43 @@ class MigWorkflow:
                 self._record("wait", [TargetResult(target=n, ok=False, message="; ".join(
                     b for b in busy if b.startswith(n + ":")) or "empty") for n in self.nodes], started)
                 return False
+
+    async def _fresh(self, first: bool) -> None:
+        """New data for one round of the wait and verify loops; a round lasts one poll period.
+
+        With the runtime's poller running (the TUI) its own loops collect: it is asked for a refresh
+        at the start of a step, and that first round ends as soon as the store's data changes; no
+        source is collected here, so none is collected twice at once and a big one (squeue of 100k
+        jobs, an SSH probe round) is not collected every second. Without a poller (``hpctui act mig``)
+        the sources are collected here: all at the start of a step, then each when its interval
+        has passed."""
+        rt = self.runtime
+        if self.collect is not None:  # a collector of the caller's own
+            if not first:
+                await asyncio.sleep(self.poll_s)
+            await self.collect()
+            return
+        poller = rt.poller
+        if poller.running:
+            if not first:
+                await asyncio.sleep(self.poll_s)
+                return
+            version = rt.store.data_version
+            rt.refresh_now()
+            for _ in range(math.ceil(self.poll_s / 0.05)):  # the store has no change event to wait on
+                if rt.store.data_version != version:
+                    break
+                await asyncio.sleep(0.05)
+            return
+        if not first:
             await asyncio.sleep(self.poll_s)
+        now = time.monotonic()
+        due = [s for s in rt.sources if first or s.name not in self._collected
+               or now - self._collected[s.name] >= s.interval_s]
+        for s in due:
+            self._collected[s.name] = now
+        if due:
+            await asyncio.gather(*(poller.poll_once(s) for s in due))
 
     async def _apply(self) -> dict[str, str]:
         self._set("apply", Status.RUNNING)
@@ -459,8 +499,10 @@ class MigWorkflow:
         by_node = {n: r for r in self.routes for n in r.nodes}
         last_seen: dict[str, dict[int, tuple[bool, tuple[str, ...]]]] = {}
         unreachable: dict[str, str] = {}  # node -> why its last read failed
+        first = True
         while pending:
-            await self.collect()
+            await self._fresh(first)
+            first = False
             snap = self.runtime.store.snapshot()
             for n in sorted(pending):
                 r = by_node[n]
@@ -501,7 +543,6 @@ class MigWorkflow:
                                               f"{_show(seen.get(wrong[0]) if wrong else None)}, asked "
                                               f"{_show(self.expected[n].get(wrong[0]) if wrong else None)}")
                 break
-            await asyncio.sleep(self.poll_s)
         self._set("verify", Status.FAILED if bad else Status.OK)
         self._record("verify", [TargetResult(target=n, ok=n not in bad, message=bad.get(n, "instances as asked"))
                                 for n in self.nodes], started)

@@ -160,3 +160,36 @@ async def test_a_node_unreachable_in_verify_fails_the_step_and_the_app_keeps_run
     audit = AuditLog(app.runtime.executor.audit.path).read() if app.runtime.executor.audit else []
     assert any(r["source"] == "mig-wizard" and r["params"]["step"] == "verify" and not r["results"][0]["ok"]
                for r in audit)
+
+
+async def test_wizard_leaves_collecting_to_the_running_poller(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+    calls: list[str] = []
+
+    async def collect_once() -> None:
+        calls.append("collect_once")
+
+    app = HpcApp(runtime)  # autostart: the poller runs, as in `hpctui`
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(200):  # bounded rounds until the poller's first collect landed
+            if runtime.store.snapshot().gpus.get(node):
+                break
+            await pilot.pause(0.05)
+        assert runtime.poller.running
+        runtime.collect_once = collect_once  # type: ignore[method-assign]
+        runtime.poller.poll_all_once = collect_once  # type: ignore[method-assign]
+        app.push_screen(MigWizardScreen(runtime, [node]))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        screen.query_one("#mig-layouts", OptionList).highlighted = 1  # all-1g
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        wf = screen.workflow
+        assert wf is not None and wf.ok, [(s.key, s.status, s.detail) for s in wf.steps] if wf else None
+    assert calls == []
+    assert all([m.profile for m in g.mig_instances] == ["1g.10gb"] * 7 for g in runtime.store.snapshot().gpus[node])
