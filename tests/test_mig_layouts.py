@@ -30,6 +30,26 @@ def test_family_from_model_names() -> None:
     assert family(None) is None
 
 
+@pytest.mark.parametrize(("model", "fam"), [
+    ("NVIDIA H200", "H200 141GB"),
+    ("NVIDIA H200 NVL", "H200 141GB"),
+    ("NVIDIA-H200-NVL", "H200 141GB"),  # the GPU Operator's nvidia.com/gpu.product label
+    ("NVIDIA H100 80GB HBM3", "H100 80GB"),
+    ("NVIDIA GH200 480GB", None),  # Grace Hopper: other MIG profiles, no table in FACTS §2
+    ("NVIDIA-GH200-480GB", None),
+    ("NVIDIA GH200 144G HBM3e", None),
+    ("NVIDIA GH100 80GB", None),
+])
+def test_family_needs_the_model_number_on_its_own(model: str, fam: str | None) -> None:
+    assert family(model) == fam
+
+
+def test_a_gh200_is_refused_naming_its_model() -> None:
+    with pytest.raises(LayoutError, match="no MIG profile table for NVIDIA GH200 480GB"):
+        resolve("all-1g", family("NVIDIA GH200 480GB"), model="NVIDIA GH200 480GB")
+    assert resolve("all-disabled", None, model="NVIDIA GH200 480GB").enabled is False  # MIG off needs no table
+
+
 @pytest.mark.parametrize(("fam", "name", "profiles", "label"), [
     ("H100 80GB", "all-1g", ("1g.10gb",) * 7, "all-1g.10gb"),
     ("H100 80GB", "all-balanced", ("3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"), "all-balanced"),

@@ -390,3 +390,26 @@ def test_without_a_poller_each_source_is_collected_at_most_once_per_interval(
     wf = run(go())
     assert isinstance(wf, MigWorkflow) and wf.step("wait").status is Status.FAILED
     assert calls == [src.name]  # at the start of the wait step; not every round
+
+
+def test_a_gh200_node_is_refused_not_given_the_h200_table(tmp_path: Path) -> None:
+    import msgspec
+
+    rt, src = runtime(tmp_path)
+    node = mig_node(src)
+
+    async def go() -> MigWorkflow:
+        await rt.collect_once()
+        snap = rt.store.snapshot()
+        gh200 = tuple(msgspec.structs.replace(g, model="NVIDIA GH200 480GB") for g in snap.gpus[node])
+        snap = msgspec.structs.replace(snap, gpus={**snap.gpus, node: gh200})
+        wf = MigWorkflow(rt, [node], "all-1g", poll_s=0.0)
+        assert not wf.prepare(snap)
+        assert not await wf.run(wf.confirm_word)
+        return wf
+
+    wf = run(go())
+    assert isinstance(wf, MigWorkflow)
+    assert wf.errors == [f"{node}: layout 'all-1g': no MIG profile table for NVIDIA GH200 480GB (only H100 80GB "
+                         "and H200 141GB are known, and no `nvidia-smi mig -lgip` was read from it)"]
+    assert "DRAIN" not in src.sim.admin[node].flags

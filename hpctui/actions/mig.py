@@ -193,7 +193,7 @@ class MigWorkflow:
             model = gpus[0].model if gpus else (node.k8s.labels.get("nvidia.com/gpu.product") if node.k8s else None)
             fam = family(model)
             try:
-                layout = resolve(self.layout_name, fam, config)
+                layout = resolve(self.layout_name, fam, config, model=model)
                 idx = gpus_from_params({"gpus": self.gpus_param}, len(gpus) or int(
                     (node.k8s.labels.get("nvidia.com/gpu.count", "0") if node.k8s else "0") or 0))
             except LayoutError as exc:

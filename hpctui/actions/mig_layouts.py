@@ -49,13 +49,15 @@ _SMALLEST = {"H100 80GB": ("1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"),
 
 
 def family(model: str | None) -> str | None:
-    """The profile table for a GPU model name (NVML/nvidia-smi ``name``), or None."""
+    """The profile table for a GPU model name (NVML/nvidia-smi ``name``, or the GPU Operator's
+    ``nvidia.com/gpu.product`` label), or None. The model number must stand alone: a Grace Hopper
+    "NVIDIA GH200 480GB" is not an H200 (its MIG profiles differ, and FACTS has no table for them)."""
     if not model:
         return None
     m = model.upper().replace("-", " ")
-    if "H200" in m:
+    if re.search(r"(?<![A-Z0-9])H200(?![A-Z0-9])", m):  # H200, H200 NVL
         return "H200 141GB"
-    if "H100" in m and "80GB" in m.replace(" ", ""):
+    if re.search(r"(?<![A-Z0-9])H100(?![A-Z0-9])", m) and "80GB" in m.replace(" ", ""):
         return "H100 80GB"
     return None
 
@@ -164,8 +166,9 @@ def available(fam: str | None, config: Mapping[str, MigLayoutSpec] | None = None
 
 
 def resolve(name: str, fam: str | None, config: Mapping[str, MigLayoutSpec] | None = None,
-            table: Mapping[str, Profile] | None = None) -> Layout:
-    """``name`` for a GPU family (``table``: the GPU's own -lgip list, when read). Raises LayoutError."""
+            table: Mapping[str, Profile] | None = None, *, model: str | None = None) -> Layout:
+    """``name`` for a GPU family (``table``: the GPU's own -lgip list, when read; ``model``: the GPU
+    model name, for the refusal when there is no table). Raises LayoutError."""
     name = name.strip()
     if table is None and fam is not None:
         table = TABLES[fam]
@@ -173,8 +176,8 @@ def resolve(name: str, fam: str | None, config: Mapping[str, MigLayoutSpec] | No
     if name == "all-disabled":
         return Layout(name, fam, False, (), "all-disabled")
     if table is None:
-        raise LayoutError(f"layout {name!r}: no MIG profile table for this GPU model (not H100 80GB / H200 141GB, "
-                          "and no `nvidia-smi mig -lgip` read from it)")
+        raise LayoutError(f"layout {name!r}: no MIG profile table for {model or 'this GPU model'} (only H100 80GB "
+                          "and H200 141GB are known, and no `nvidia-smi mig -lgip` was read from it)")
     if name in PRESETS:
         small = _SMALLEST.get(fam or "") or _smallest_from(table)
         one, two, three, seven = small

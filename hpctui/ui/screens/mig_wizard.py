@@ -75,16 +75,19 @@ class MigWizardScreen(Screen[None]):
         self.running = False
 
     # -- layout ------------------------------------------------------------------------------------
-    def _family(self) -> str | None:
+    def _model(self) -> str | None:
         snap = self.runtime.store.snapshot()
         for n in self.nodes:
             gpus = snap.gpus.get(n, ())
             if gpus:
-                return family(gpus[0].model)
+                return gpus[0].model
             node = snap.nodes.get(n)
             if node is not None and node.k8s is not None:
-                return family(node.k8s.labels.get("nvidia.com/gpu.product"))
+                return node.k8s.labels.get("nvidia.com/gpu.product")
         return None
+
+    def _family(self) -> str | None:
+        return family(self._model())
 
     def _options(self) -> list[Option]:
         fam = self._family()
@@ -106,7 +109,7 @@ class MigWizardScreen(Screen[None]):
         where = collect(self.nodes) if self.nodes else "no nodes"
         with Vertical():
             yield Label(clean_text(f"MIG reconfiguration · {where} ({len(self.nodes)} node(s)) · "
-                                   f"{self._family() or 'GPU model unknown'}"), id="mig-title")
+                                   f"{self._family() or (f'{model}: no MIG profile table' if (model := self._model()) else 'GPU model unknown')}"), id="mig-title")
             yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="mig-hint")
             with Horizontal(classes="mig-row"):
                 yield OptionList(*self._options(), id="mig-layouts")
