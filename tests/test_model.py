@@ -63,6 +63,7 @@ def test_hostlist_round_trip() -> None:
     names = expand("gpu[01-03,07],cpu[1-2]")
     assert names == ["gpu01", "gpu02", "gpu03", "gpu07", "cpu1", "cpu2"]
     assert collect(["gpu01", "gpu02", "gpu03"]) == "gpu[01-03]"
+    assert collect(["gpu[/]x", "gpu02"]) == "gpu[/]x,gpu02"  # names hostlist refuses: listed, never a crash
     assert expand("rack[1-2]-node[01-02]") == ["rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"]
     assert expand("") == [] and expand("(null)") == []
 

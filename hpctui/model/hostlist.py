@@ -35,8 +35,13 @@ def expand(expr: str) -> list[str]:
 
 
 def collect(names: Iterable[str]) -> str:
-    """``["gpu01", "gpu02"]`` → ``"gpu[01-02]"``."""
-    return str(_hostlist.collect_hostlist(list(names)))
+    """``["gpu01", "gpu02"]`` → ``"gpu[01-02]"``; names python-hostlist refuses (a ``[`` in a name
+    from a cluster) are listed comma-separated as they are, rather than raising."""
+    names = list(names)
+    try:
+        return str(_hostlist.collect_hostlist(names))
+    except _hostlist.BadHostlist:
+        return ",".join(names)
 
 
 def is_valid_hostname(name: str) -> bool:
