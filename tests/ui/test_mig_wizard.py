@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets._toast import Toast
 from uikit import load
 
 from hpctui.actions.audit import AuditLog
@@ -193,3 +194,48 @@ async def test_wizard_leaves_collecting_to_the_running_poller(make_runtime: Call
         assert wf is not None and wf.ok, [(s.key, s.status, s.detail) for s in wf.steps] if wf else None
     assert calls == []
     assert all([m.profile for m in g.mig_instances] == ["1g.10gb"] * 7 for g in runtime.store.snapshot().gpus[node])
+
+
+HOSTILE = ("gpu[/]x", "n[@click=app.quit]y[/]")
+
+
+async def test_hostile_node_names_and_errors_are_shown_as_text_not_markup(
+        make_runtime: Callable[..., Runtime]) -> None:
+    """Node names, GPU models and audit errors are cluster strings: `[/]` must not raise a MarkupError
+    when drawn, and `[@click=…]` must not become an action."""
+    runtime = make_runtime()
+    node = _mig_node(runtime)
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 50), notifications=True) as pilot:
+        await load(app, pilot)
+        app.push_screen(MigWizardScreen(runtime, list(HOSTILE)))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        title = str(screen.query_one("#mig-title", Label).render())
+        assert "gpu[/]x,n[@click=app.quit]y[/] (2 node(s))" in title
+        await pilot.press("enter")  # all-disabled: refused, both nodes unknown
+        await pilot.pause()
+        assert screen.workflow is not None and screen.workflow.errors == [f"unknown node {n!r}" for n in HOSTILE]
+        assert "unknown node 'gpu[/]x'" in str(screen.query_one("#mig-status", Static).render())
+        await pilot.click("#mig-title")  # a click on the name runs nothing
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running
+        app.push_screen(MigWizardScreen(runtime, [node]))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MigWizardScreen)
+        screen.query_one("#mig-layouts", OptionList).highlighted = 1
+        await pilot.press("enter")
+        await pilot.pause()
+        runtime.executor.audit_errors.append("audit log /var/[/]log/[@click=app.quit]x[/]: Permission denied")
+        await pilot.press(*"mig-1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        toasts = list(app._notifications)
+        assert [t.message for t in toasts] == ["audit log /var/[/]log/[@click=app.quit]x[/]: Permission denied"]
+        await pilot.pause()
+        [toast] = app.screen.query(Toast)
+        assert str(toast.render()).endswith("audit log /var/[/]log/[@click=app.quit]x[/]: Permission denied")
+        assert app.is_running and screen.workflow is not None and screen.workflow.ok

@@ -109,10 +109,11 @@ class MigWizardScreen(Screen[None]):
         where = collect(self.nodes) if self.nodes else "no nodes"
         with Vertical():
             yield Label(clean_text(f"MIG reconfiguration · {where} ({len(self.nodes)} node(s)) · "
-                                   f"{self._family() or (f'{model}: no MIG profile table' if (model := self._model()) else 'GPU model unknown')}"), id="mig-title")
-            yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="mig-hint")
+                                   f"{self._family() or (f'{model}: no MIG profile table' if (model := self._model()) else 'GPU model unknown')}"),
+                        id="mig-title", markup=False)  # node names and GPU models are cluster strings: no markup
+            yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="mig-hint", markup=False)
             with Horizontal(classes="mig-row"):
-                yield OptionList(*self._options(), id="mig-layouts")
+                yield OptionList(*self._options(), id="mig-layouts", markup=False)
             with Horizontal(classes="mig-row"):
                 yield Label("GPUs:")
                 yield Input(value="all", id="mig-gpus")
@@ -216,7 +217,8 @@ class MigWizardScreen(Screen[None]):
             self._status(f"stopped at '{failed.title if failed else '?'}': node(s) left drained, see the "
                          "reason — escape closes", error=True)
         for problem in self.runtime.executor.audit_errors:
-            self.app.notify(clean_text(problem), title="Audit record not written", severity="error", timeout=30)
+            self.app.notify(clean_text(problem), title="Audit record not written", severity="error", timeout=30,
+                            markup=False)
 
     def action_cancel(self) -> None:
         wf = self.workflow
