@@ -151,7 +151,8 @@ class DashboardScreen(Screen[None]):
             self.add_class("-wall")
 
     def compose(self) -> ComposeResult:
-        yield StatusLine("starting…", id="status", markup=False)
+        with Horizontal(id="status-row"):
+            yield StatusLine("starting…", id="status", markup=False)
         yield Breadcrumb(id="breadcrumb")
         yield TabBar(id="tabs")
         with Vertical(id="main"):
