@@ -152,11 +152,18 @@ class SeriesHistory:
     # -- writes ---------------------------------------------------------------
     def add_gpus(self, t: float, gpus_by_node: Mapping[str, Sequence[Gpu]],
                  ib_by_node: Mapping[str, Sequence[IbPort]] | None = None) -> None:
-        self.cluster_size = max(len(gpus_by_node), len(ib_by_node or {}))
-        nodes: Iterable[str] = gpus_by_node if self.cluster_size <= self.max_nodes else list(self._watched)
+        ib = ib_by_node or {}
+        self.cluster_size = max(len(gpus_by_node), len(ib))
+        nodes: Iterable[str]
+        if self.cluster_size > self.max_nodes:
+            nodes = list(self._watched)
+        elif not ib:
+            nodes = gpus_by_node
+        else:  # IB-only nodes (CPU, storage) and nodes whose GPUs another source reads count too
+            nodes = dict.fromkeys([*gpus_by_node, *ib])
         for node in nodes:
             gpus = gpus_by_node.get(node, ())
-            ports = (ib_by_node or {}).get(node, ())
+            ports = ib.get(node, ())
             if gpus or ports:
                 self._add_node(node, t, gpus, ports)
 
@@ -169,7 +176,11 @@ class SeriesHistory:
         gpu_ids = tuple(g.index for g in gpus)
         port_ids = tuple(port_key(p) for p in ports)
         if rings is not None and ((gpus and rings.gpus != gpu_ids) or (ports and rings.ports != port_ids)):
-            rings = None  # hardware changed (a GPU fell off, a port appeared): start over
+            # hardware changed (a GPU fell off, a port appeared): start over, keeping the layout of
+            # the half this call does not report (GPUs and IB may come from two sources)
+            gpu_ids = gpu_ids if gpus else rings.gpus
+            port_ids = port_ids if ports else rings.ports
+            rings = None
         if rings is None:
             if len(gpu_ids) * len(GPU_METRICS) + len(port_ids) * len(IB_METRICS) > MAX_SERIES_PER_NODE:
                 return
