@@ -76,6 +76,7 @@ class Series:
     label: str  # "GPU 3", "mlx5_0:1"
     times: list[float]
     values: list[float]
+    newest: float | None = None  # time of the node's newest sample, also when this series had none (N/A)
 
 
 class NodeRings:
@@ -244,12 +245,13 @@ class SeriesHistory:
         fine_t, fine_v = rings.fine.series(column, since)
         fine_span = rings.fine.count and (rings.fine.times[max(0, rings.fine.count - rings.fine.capacity)
                                                          % rings.fine.capacity])
+        newest = rings.fine.last_time
         if fine_t and fine_span and fine_span <= since:  # the fine ring covers the whole window
-            return Series(label, fine_t, fine_v)
+            return Series(label, fine_t, fine_v, newest)
         first_fine = fine_t[0] if fine_t else math.inf
         coarse_t, coarse_v = rings.coarse.series(column, since)
         keep = [i for i, x in enumerate(coarse_t) if x < first_fine]
-        return Series(label, [coarse_t[i] for i in keep] + fine_t, [coarse_v[i] for i in keep] + fine_v)
+        return Series(label, [coarse_t[i] for i in keep] + fine_t, [coarse_v[i] for i in keep] + fine_v, newest)
 
     @property
     def nbytes(self) -> int:
