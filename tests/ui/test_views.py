@@ -190,3 +190,39 @@ async def test_j_k_type_into_the_open_filter(make_runtime: Callable[..., Runtime
         await pilot.pause()
         assert app.screen.query_one("#view-filter", Input).value == "jkx"
         assert isinstance(app.screen, DrainedScreen) and app.screen.table.view == []
+
+
+HOSTILE = "evil[/]x[@click=app.quit]"
+
+
+def _toasts(app: HpcApp) -> list[str]:
+    """What each notification's toast shows (tests run with toasts off: render them here,
+    as Textual's Toast does, so markup in a message raises or turns into a link)."""
+    from textual.widgets._toast import Toast
+
+    return [Toast(n).render().plain for n in app._notifications]
+
+
+async def test_drained_view_shows_hostile_names_and_reasons_as_text(make_runtime: Callable[..., Runtime]) -> None:
+    """Cluster strings are text, never markup: ``[/]`` must not raise, ``[@click=…]`` must not be a link."""
+    from hpctui.ui.screens.drained import DrainRow
+
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        sim = runtime.sources[0].sim  # type: ignore[attr-defined]
+        sim.drain("gpu0010", f"reason {HOSTILE}", "mallory", FIXED + 60)
+        await app.push_screen(DrainedScreen(runtime))
+        await load(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, DrainedScreen)
+        assert any(HOSTILE in r.reason for r in screen.table.view)
+        row = DrainRow(scheduler="slurm", reason=HOSTILE, user="mallory", time=FIXED, states="DRAINED",
+                       nodes=("gpu0010",), nodelist=HOSTILE)
+        screen.table.set_rows([row])
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.dashboard and app.is_running
+        assert any(f"marked {HOSTILE} (1 node(s))" in t for t in _toasts(app))

@@ -304,3 +304,24 @@ def test_legend_now_text_newest_sample_and_age() -> None:
     assert now_text(Series("GPU 0", [10.0, 12.0], [50.0, 61.0], newest=14.0), 14.0, 4.0) == "N/A"  # N/A now
     assert now_text(Series("GPU 0", [10.0], [50.0]), 10.0 + 3600, 4.0) == "N/A"  # an hour-old reading
     assert now_text(Series("GPU 0", [], []), 10.0, 4.0) == "N/A"
+
+
+class FailingMetrics(FakeMetrics):
+    async def history(self, node: str, metric: str = "util", gpu: int | None = None,
+                      window_s: float | None = None, points: int = 120) -> object:
+        raise RuntimeError("bad query [/] [@click=app.quit]")
+
+
+async def test_charts_range_query_error_text_is_not_markup(tmp_path: Path) -> None:
+    from textual.widgets._toast import Toast
+
+    app, clock = make_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await polls(app, clock, pilot, 2)
+        app.runtime.sources.append(FailingMetrics())  # type: ignore[arg-type]
+        await app.push_screen(ChartsScreen(app.runtime, node="gpu0001"))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, ChartsScreen)
+        toasts = [Toast(n).render().plain for n in app._notifications]  # rendered as the toast would
+        assert any("RuntimeError: bad query [/] [@click=app.quit]" in t for t in toasts), toasts

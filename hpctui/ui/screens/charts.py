@@ -156,7 +156,7 @@ class ChartsScreen(Screen[None]):
                 if any(s.times for s in series):
                     out[metric] = series
         except Exception as exc:  # a failed range query costs the remote data, never the screen
-            self.notify(f"history: {type(exc).__name__}: {exc}"[:100], severity="warning", timeout=3)
+            self.notify(f"history: {type(exc).__name__}: {exc}"[:100], severity="warning", timeout=3, markup=False)
             return
         if node == self.node and window_s == self.window_s:
             self._remote = out

@@ -139,4 +139,4 @@ class DrainedScreen(TableViewScreen):
             heatmap.action_toggle_mark()
         if known:
             dashboard.post_message(NodeRequested(known[0]))
-        self.app.notify(f"marked {row.nodelist} ({len(known)} node(s))", timeout=3)
+        self.app.notify(f"marked {row.nodelist} ({len(known)} node(s))", timeout=3, markup=False)
