@@ -226,3 +226,17 @@ async def test_drained_view_shows_hostile_names_and_reasons_as_text(make_runtime
         await pilot.pause()
         assert app.screen is app.dashboard and app.is_running
         assert any(f"marked {HOSTILE} (1 node(s))" in t for t in _toasts(app))
+
+
+async def test_typed_commands_and_names_in_notices_are_text(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.ui.nav import run_command
+
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        await run_command(app, HOSTILE)
+        await run_command(app, f"cluster {HOSTILE}")
+        app.dashboard.select_node(HOSTILE)
+        await pilot.pause()
+        shown = _toasts(app)
+        assert len(shown) == 3 and all(HOSTILE in t for t in shown), shown
