@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from hpctui.model import ClusterSnapshot, Node
-from hpctui.model.hostlist import collect
+from hpctui.model.hostlist import collect_cached
 from hpctui.ui.fmt import NA_TEXT, utc
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.screens.tableview import TableViewScreen
@@ -75,9 +75,9 @@ def drained_rows(snapshot: ClusterSnapshot) -> list[DrainRow]:
         else:
             states = sorted({"Ready" if n.k8s and n.k8s.ready == "True" else "NotReady" for n in nodes}
                             | {"SchedulingDisabled"})
-        names = [n.name for n in nodes]
+        names = tuple(n.name for n in nodes)
         rows.append(DrainRow(scheduler=scheduler, reason=reason, user=user, time=when, states=",".join(states),
-                             nodes=tuple(names), nodelist=collect(names)))
+                             nodes=names, nodelist=collect_cached(names)))
     rows.sort(key=lambda r: (r.time is None, -(r.time or 0.0), r.reason, r.nodelist))
     return rows
 

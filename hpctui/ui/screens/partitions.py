@@ -110,9 +110,9 @@ def partition_rows(snapshot: ClusterSnapshot) -> list[PartitionRow]:
 
 
 def _fold(names: list[str]) -> str:
-    from hpctui.model.hostlist import collect
+    from hpctui.model.hostlist import collect_cached
 
-    return collect(names) if names else ""
+    return collect_cached(names) if names else ""
 
 
 PARTITION_COLUMNS: list[Column[PartitionRow]] = [
