@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input, Static
 from uikit import FIXED, load
 
@@ -240,3 +241,42 @@ async def test_typed_commands_and_names_in_notices_are_text(make_runtime: Callab
         await pilot.pause()
         shown = _toasts(app)
         assert len(shown) == 3 and all(HOSTILE in t for t in shown), shown
+
+
+async def test_big_cluster_views_build_rows_in_a_worker_thread(make_runtime: Callable[..., Runtime],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above THREAD_ABOVE nodes the drained and partitions rows (hostlist folding) are built off
+    the UI thread; the newest snapshot's rows are the ones shown."""
+    import threading
+
+    import hpctui.ui.screens.drained as drained_mod
+    import hpctui.ui.screens.tableview as tableview
+
+    monkeypatch.setattr(tableview, "THREAD_ABOVE", 10)  # the demo's 64 nodes count as big here
+    threads: list[str] = []
+    real = drained_mod.drained_rows
+
+    def recording(snapshot: object) -> list[drained_mod.DrainRow]:
+        threads.append(threading.current_thread().name)
+        return real(snapshot)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(drained_mod, "drained_rows", recording)
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        sim = runtime.sources[0].sim  # type: ignore[attr-defined]
+        sim.drain("gpu0010", "threaded", "alice", FIXED + 60)
+        await app.push_screen(DrainedScreen(runtime))
+        await load(app, pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DrainedScreen)
+        assert any(r.reason == "threaded" and r.nodes == ("gpu0010",) for r in screen.table.view)
+        assert threads and threading.main_thread().name not in threads
+        await pilot.press("escape")
+        await app.push_screen(PartitionsScreen(runtime))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, PartitionsScreen) and app.screen.table.view

@@ -109,15 +109,17 @@ class DrainedScreen(TableViewScreen):
 
     BINDINGS = [Binding("enter", "select_nodes", "Mark on heatmap")]
     title_text = "Drained / down / cordoned nodes  (sinfo -R; newest first)"
+    rows_in_thread = True
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__(runtime, DrainTable())
         self.rows: list[DrainRow] = []
 
-    def refresh_rows(self) -> None:
-        if self.snapshot is None:
-            return
-        self.rows = drained_rows(self.snapshot)
+    def build_rows(self, snapshot: ClusterSnapshot) -> list[DrainRow]:
+        return drained_rows(snapshot)
+
+    def show_rows(self, rows: list[DrainRow]) -> None:
+        self.rows = rows
         self.table.set_rows(self.rows)
         nodes = sum(len(r.nodes) for r in self.rows)
         self.set_info(f"{len(self.rows)} reasons · {nodes} node entries · enter marks them on the heatmap"
