@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 import hostlist as _hostlist
 
@@ -37,6 +38,17 @@ def expand(expr: str) -> list[str]:
 def collect(names: Iterable[str]) -> str:
     """``["gpu01", "gpu02"]`` → ``"gpu[01-02]"``."""
     return str(_hostlist.collect_hostlist(list(names)))
+
+
+def collect_cached(names: Iterable[str]) -> str:
+    """:func:`collect`, remembered by the exact names: views that fold the same node sets on
+    every snapshot (a mass drain of 16k nodes: ~0.8 s of folding) fold each set once."""
+    return _collect_tuple(tuple(names))
+
+
+@lru_cache(maxsize=64)
+def _collect_tuple(names: tuple[str, ...]) -> str:
+    return collect(names)
 
 
 def is_valid_hostname(name: str) -> bool:

@@ -269,7 +269,7 @@ class HpcApp(App[None]):
         try:
             out = export_report(self.runtime, nodes, self.save_screenshot)
         except (OSError, ValueError) as exc:
-            self.notify(f"report failed: {exc}", severity="error")
+            self.notify(f"report failed: {exc}", severity="error", markup=False)
             return
         self.notify(f"report written to {out}", title="Incident report", timeout=8)
 

@@ -105,7 +105,7 @@ class MigWizardScreen(Screen[None]):
         where = collect(self.nodes) if self.nodes else "no nodes"
         with Vertical():
             yield Label(clean_text(f"MIG reconfiguration · {where} ({len(self.nodes)} node(s)) · "
-                                   f"{self._family() or 'GPU model unknown'}"), id="mig-title")
+                                   f"{self._family() or 'GPU model unknown'}"), id="mig-title", markup=False)
             yield Label("1. pick a layout (enter) · GPUs: 'all' or a list like 0,1", id="mig-hint")
             with Horizontal(classes="mig-row"):
                 yield OptionList(*self._options(), id="mig-layouts")
