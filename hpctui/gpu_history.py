@@ -76,6 +76,7 @@ class Series:
     label: str  # "GPU 3", "mlx5_0:1"
     times: list[float]
     values: list[float]
+    newest: float | None = None  # time of the node's newest sample, also when this series had none (N/A)
 
 
 class NodeRings:
@@ -152,11 +153,18 @@ class SeriesHistory:
     # -- writes ---------------------------------------------------------------
     def add_gpus(self, t: float, gpus_by_node: Mapping[str, Sequence[Gpu]],
                  ib_by_node: Mapping[str, Sequence[IbPort]] | None = None) -> None:
-        self.cluster_size = max(len(gpus_by_node), len(ib_by_node or {}))
-        nodes: Iterable[str] = gpus_by_node if self.cluster_size <= self.max_nodes else list(self._watched)
+        ib = ib_by_node or {}
+        self.cluster_size = max(len(gpus_by_node), len(ib))
+        nodes: Iterable[str]
+        if self.cluster_size > self.max_nodes:
+            nodes = list(self._watched)
+        elif not ib:
+            nodes = gpus_by_node
+        else:  # IB-only nodes (CPU, storage) and nodes whose GPUs another source reads count too
+            nodes = dict.fromkeys([*gpus_by_node, *ib])
         for node in nodes:
             gpus = gpus_by_node.get(node, ())
-            ports = (ib_by_node or {}).get(node, ())
+            ports = ib.get(node, ())
             if gpus or ports:
                 self._add_node(node, t, gpus, ports)
 
@@ -169,7 +177,11 @@ class SeriesHistory:
         gpu_ids = tuple(g.index for g in gpus)
         port_ids = tuple(port_key(p) for p in ports)
         if rings is not None and ((gpus and rings.gpus != gpu_ids) or (ports and rings.ports != port_ids)):
-            rings = None  # hardware changed (a GPU fell off, a port appeared): start over
+            # hardware changed (a GPU fell off, a port appeared): start over, keeping the layout of
+            # the half this call does not report (GPUs and IB may come from two sources)
+            gpu_ids = gpu_ids if gpus else rings.gpus
+            port_ids = port_ids if ports else rings.ports
+            rings = None
         if rings is None:
             if len(gpu_ids) * len(GPU_METRICS) + len(port_ids) * len(IB_METRICS) > MAX_SERIES_PER_NODE:
                 return
@@ -233,12 +245,13 @@ class SeriesHistory:
         fine_t, fine_v = rings.fine.series(column, since)
         fine_span = rings.fine.count and (rings.fine.times[max(0, rings.fine.count - rings.fine.capacity)
                                                          % rings.fine.capacity])
+        newest = rings.fine.last_time
         if fine_t and fine_span and fine_span <= since:  # the fine ring covers the whole window
-            return Series(label, fine_t, fine_v)
+            return Series(label, fine_t, fine_v, newest)
         first_fine = fine_t[0] if fine_t else math.inf
         coarse_t, coarse_v = rings.coarse.series(column, since)
         keep = [i for i, x in enumerate(coarse_t) if x < first_fine]
-        return Series(label, [coarse_t[i] for i in keep] + fine_t, [coarse_v[i] for i in keep] + fine_v)
+        return Series(label, [coarse_t[i] for i in keep] + fine_t, [coarse_v[i] for i in keep] + fine_v, newest)
 
     @property
     def nbytes(self) -> int:

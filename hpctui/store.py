@@ -6,6 +6,7 @@ so no locks and no state shared with threads.
 
 from __future__ import annotations
 
+import threading
 import time
 from array import array
 from collections import deque
@@ -139,6 +140,7 @@ class Store:
         self._part_sources: dict[str, set[str]] = {}
         self._health: dict[str, SourceHealth] = {}
         self._cached: ClusterSnapshot | None = None
+        self._cache_lock = threading.Lock()  # _changed (any thread) vs. keeping a freshly built view
         self._nodes: dict[str, Node] = {}
         self.version = 0  # bumps on every change (data or health); lets the UI skip redundant redraws
         self.data_version = 0  # bumps only when cluster data changed: health-only changes redraw less
@@ -227,16 +229,18 @@ class Store:
         self._changed()
 
     def _changed(self, data: bool = True) -> None:
-        self._cached = None
-        self.version += 1
-        if data:
-            self.data_version += 1
+        with self._cache_lock:
+            self._cached = None
+            self.version += 1
+            if data:
+                self.data_version += 1
 
     # -- reads ----------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
         """The current joined view; rebuilt only after a change."""
         if self._cached is not None:
             return self._cached
+        version = self.version  # a big result is applied in a worker thread (Poller): see below
         slurm_nodes = _union(self._slurm_nodes)
         k8s_nodes = _union(self._k8s_nodes)
         names = list(slurm_nodes)
@@ -255,7 +259,7 @@ class Store:
         nodes = {n: self._node(n, slurm_nodes.get(n), k8s_nodes.get(n)) for n in names}
         if len(self._nodes) > len(nodes):  # nodes left the cluster: forget them
             self._nodes = dict(nodes)
-        self._cached = ClusterSnapshot(
+        snapshot = ClusterSnapshot(
             cluster=self.cluster,
             time=max(self._collected_at.values(), default=self.clock()),
             nodes=nodes,
@@ -278,7 +282,10 @@ class Store:
             source_part_times={k: dict(v) for k, v in self._source_part_times.items()},
             node_times=dict(self._node_times),
         )
-        return self._cached
+        with self._cache_lock:
+            if self.version == version:  # a change landed meanwhile: this view may mix old and new, not kept
+                self._cached = snapshot
+        return snapshot
 
     def _ranked(self, part: Part, per_source: dict[str, dict[str, V]], origins: dict[str, dict[str, str]],
                 ) -> dict[str, V]:

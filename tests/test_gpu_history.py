@@ -86,3 +86,45 @@ def test_series_columns() -> None:
         assert [s.label for s in series] == ["GPU 0", "GPU 1"]
     assert hist.gpu_series("n1", "mem", 300, 10.0)[1].values == [4.0]  # GiB
     assert hist.gpu_series("n1", "temp", 300, 10.0)[1].values == [51.0]
+
+
+def ib_port(node: str, rcv: int, device: str = "mlx5_0") -> IbPort:
+    return IbPort(node=node, device=device, port=1, counters={"port_rcv_data": rcv, "port_xmit_data": rcv},
+                  deltas={"symbol_error": 0})
+
+
+def test_ib_only_results_record_port_series() -> None:
+    """A CPU/storage node (or one whose GPUs come from another source) still gets IB history."""
+    hist = SeriesHistory()
+    words = 10_000_000_000 // 32  # 10 Gb per second in 4-byte words
+    for k in range(3):
+        hist.add_ib(float(k), {"cpu01": (ib_port("cpu01", k * words),)})
+    rings = hist.node("cpu01")
+    assert rings is not None and rings.ports == ("mlx5_0:1",) and rings.gpus == ()
+    rx = hist.port_series("cpu01", "rx", 300, 2.0)
+    assert [s.label for s in rx] == ["mlx5_0:1"]
+    assert rx[0].times == [1.0, 2.0] and all(math.isclose(v, 10.0, rel_tol=1e-6) for v in rx[0].values)
+    assert hist.gpu_series("cpu01", "util", 300, 2.0) == []
+
+
+def test_gpus_and_ib_from_different_sources_keep_both_histories() -> None:
+    hist = SeriesHistory()
+    for k in range(4):
+        t = 2.0 * k
+        hist.add_gpus(t, {"n1": gpus("n1", t, 2)})  # the GPU source: no IB
+        hist.add_ib(t + 1.0, {"n1": (ib_port("n1", k * 1000),)})  # the IB source: no GPUs
+    rings = hist.node("n1")
+    assert rings is not None and rings.gpus == (0, 1) and rings.ports == ("mlx5_0:1",)
+    util = hist.gpu_series("n1", "util", 300, 8.0)
+    assert [len(s.values) for s in util] == [3, 3]  # only the first GPU sample preceded the first port
+    assert len(hist.port_series("n1", "err", 300, 8.0)[0].values) == 4
+
+
+def test_store_records_ib_of_a_result_without_gpus() -> None:
+    from hpctui.model import SourceResult
+    from hpctui.store import Store
+
+    store = Store("c")
+    for k in range(3):
+        store.apply(SourceResult(source="ib", time=float(k), ib={"cpu01": (ib_port("cpu01", k * 1000),)}))
+    assert [s.label for s in store.series.port_series("cpu01", "err", 300, 2.0)] == ["mlx5_0:1"]

@@ -215,3 +215,31 @@ def test_source_warnings_reach_health_and_clear_on_a_clean_refresh() -> None:
     assert store.health()["slurm"].warnings, "an error keeps the last warnings"
     store.apply(SourceResult(source="slurm", time=2.0))
     assert store.health()["slurm"].warnings == ()
+
+
+def test_a_snapshot_built_while_a_change_lands_is_not_kept() -> None:
+    """The poller applies big results in a worker thread: a view built on the loop meanwhile may
+    mix old and new parts, so it serves that one draw but is not cached for the next."""
+    from hpctui import store as store_module
+
+    store = Store("c")
+    store.register_source("s", "demo")
+    store.apply(SourceResult(source="s", time=1.0, slurm_nodes={"a": SlurmNodeInfo(base_state="IDLE")}))
+    real_union = store_module._union
+    calls = []
+
+    def union_with_a_change_landing(parts):  # type: ignore[no-untyped-def]
+        if not calls:
+            calls.append(1)
+            store.apply(SourceResult(source="s", time=2.0,
+                                     slurm_nodes={"b": SlurmNodeInfo(base_state="IDLE")}))
+        return real_union(parts)
+
+    store_module._union = union_with_a_change_landing
+    try:
+        store._cached = None
+        store.snapshot()
+    finally:
+        store_module._union = real_union
+    assert store._cached is None  # not kept
+    assert list(store.snapshot().nodes) == ["b"]  # the next read builds the settled view

@@ -256,3 +256,48 @@ def test_rest_source_reads_partitions() -> None:
         asyncio.run(go())
     finally:
         server.shutdown()
+
+
+# -- hostlist folding is remembered across snapshots -----------------------------------------------------
+def test_unchanged_node_sets_are_not_refolded_on_the_next_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import msgspec
+
+    import hpctui.model.hostlist as hl
+    from hpctui.ui.screens.drained import drained_rows
+    from hpctui.ui.screens.partitions import partition_rows
+
+    real = hl._hostlist.collect_hostlist
+    calls: list[int] = []
+
+    def counting(names: list[str]) -> str:
+        calls.append(len(names))
+        return str(real(names))
+
+    monkeypatch.setattr(hl._hostlist, "collect_hostlist", counting)
+    hl._collect_tuple.cache_clear()  # what other tests folded before does not count
+    t = [NOW]
+    rt = demo_runtime(size=64, seed=0, clock=lambda: t[0])
+    sim = rt.sources[0].sim  # type: ignore[attr-defined]
+    for i in range(10, 40):
+        sim.drain(f"gpu{i:04d}", "mass drain", "ops", NOW)
+    asyncio.run(rt.collect_once())
+    first = rt.store.snapshot()
+    rows = drained_rows(msgspec.structs.replace(first, partitions=()))
+    parts = partition_rows(msgspec.structs.replace(first, partitions=()))  # no declared lists: folded here
+    mass = next(r for r in rows if r.reason == "mass drain")
+    assert mass.nodelist == "gpu[0010-0039]" and len(mass.nodes) == 30
+    assert calls and any(r.nodelist for r in parts)
+    calls.clear()
+    t[0] += 2.0
+    asyncio.run(rt.collect_once())  # the next poll: new snapshot objects, the same node sets
+    second = rt.store.snapshot()
+    assert second is not first
+    assert [r.nodelist for r in drained_rows(second)] == [r.nodelist for r in rows]
+    assert [r.nodelist for r in partition_rows(msgspec.structs.replace(second, partitions=()))] == [
+        r.nodelist for r in parts]
+    assert calls == []  # nothing folded again
+    sim.drain("gpu0050", "mass drain", "ops", NOW)  # the set changed: folded once more
+    t[0] += 2.0
+    asyncio.run(rt.collect_once())
+    assert "gpu[0010-0039,0050]" in [r.nodelist for r in drained_rows(rt.store.snapshot())]
+    assert calls

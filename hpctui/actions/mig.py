@@ -703,8 +703,8 @@ async def run_mig(runtime: Runtime, targets: list[str], params: dict[str, str], 
     if prepared and not as_json:
         out("plan:\n" + "".join(f"  {line}\n" for line in wf.preview()))
     if dry_run or not prepared:
-        if not prepared:
-            await wf.run(False)  # audited as refused
+        if not prepared and not dry_run:
+            await wf.run(False)  # audited as refused (a dry run, like every other action's, writes nothing)
         if as_json:
             out(doc(False))
         return 0 if prepared else 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 import hostlist as _hostlist
 
@@ -42,6 +43,17 @@ def collect(names: Iterable[str]) -> str:
         return str(_hostlist.collect_hostlist(names))
     except _hostlist.BadHostlist:
         return ",".join(names)
+
+
+def collect_cached(names: Iterable[str]) -> str:
+    """:func:`collect`, remembered by the exact names: views that fold the same node sets on
+    every snapshot (a mass drain of 16k nodes: ~0.8 s of folding) fold each set once."""
+    return _collect_tuple(tuple(names))
+
+
+@lru_cache(maxsize=64)
+def _collect_tuple(names: tuple[str, ...]) -> str:
+    return collect(names)
 
 
 def is_valid_hostname(name: str) -> bool:

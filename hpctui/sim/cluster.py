@@ -248,11 +248,14 @@ class SimCluster:
                 new["port_rcv_packets"] += pkts
                 if busy:
                     new["port_xmit_wait"] += int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0)))
+            flaps, last_down = 0, None
             if name == self.place.flap_node and dev == self.place.flap_dev:
                 new.update(self.incidents.flap_counters)
+                # the probe's flap memory: the port stays listed as flapping while it is up again
+                flaps, last_down = self.incidents.flap_downs, self.incidents.flap_last_down
             deltas = {c: new[c] - old[c] for c in metrics.IB_COUNTERS}
             news.append(new)
-            ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate))
+            ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate, flaps=flaps, last_down=last_down))
         self._ibc[name] = news
         return tuple(ports)
 

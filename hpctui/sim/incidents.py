@@ -86,6 +86,8 @@ class Incidents:
         self.ecc_active = True
         self.flap_up = True
         self.flap_counters = {"link_downed": 4, "symbol_error": 1180, "link_error_recovery": 9}
+        self.flap_downs = 0  # downs since the demo started (the probe's flap memory: IbPort.flaps)
+        self.flap_last_down: float | None = None
         self.events: list[Event] = self._initial_events()
 
     def _initial_events(self) -> list[Event]:
@@ -125,6 +127,8 @@ class Incidents:
         self.flap_up = not self.flap_up
         obj = f"ib/{p.flap_node}/{p.flap_dev}/1"
         if not self.flap_up:
+            self.flap_downs += 1
+            self.flap_last_down = t
             self.flap_counters["link_downed"] += 1
             self.flap_counters["symbol_error"] += 37
             self.flap_counters["link_error_recovery"] += 1

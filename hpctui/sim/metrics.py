@@ -121,12 +121,13 @@ def ib_traffic(busy: bool, t: float, phase: float, dt: float, gbps: float) -> tu
 
 
 def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[str, int], *,
-            up: bool = True, rate: float | None = None) -> IbPort:
+            up: bool = True, rate: float | None = None, flaps: int = 0, last_down: float | None = None) -> IbPort:
     rate = spec.ib_max_gbps if rate is None else rate
     return IbPort(
         node=spec.name, device=device, port=1, state="ACTIVE" if up else "DOWN",
         phys_state="LinkUp" if up else "Polling", rate_gbps=rate, rate_text=RATE_TEXT.get(rate),
         max_rate_gbps=spec.ib_max_gbps, link_layer="InfiniBand", counters=counters, deltas=deltas,
+        flaps=flaps, last_down=last_down,
     )
 
 

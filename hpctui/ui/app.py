@@ -153,7 +153,7 @@ class HpcApp(App[None]):
         if self._refresh_asked:
             self._refresh_asked = False
             self.notify(f"refreshed: data of {time.strftime('%H:%M:%S', time.localtime(store.snapshot().time))}",
-                        timeout=2)
+                        timeout=4)
         if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
             if not self.wall:  # (the wall screen shows health on its own clock tick)
                 self.dashboard.update_health(store.snapshot())
@@ -181,7 +181,7 @@ class HpcApp(App[None]):
 
     def action_refresh_now(self) -> None:
         self._refresh_asked = True
-        self.notify("refresh requested…", timeout=1.5)
+        self.notify("refresh requested…", timeout=4)
         if self.autostart:
             self.runtime.refresh_now()
         else:
@@ -269,7 +269,7 @@ class HpcApp(App[None]):
         try:
             out = export_report(self.runtime, nodes, self.save_screenshot)
         except (OSError, ValueError) as exc:
-            self.notify(f"report failed: {exc}", severity="error")
+            self.notify(f"report failed: {exc}", severity="error", markup=False)
             return
         self.notify(f"report written to {out}", title="Incident report", timeout=8)
 

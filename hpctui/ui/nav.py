@@ -57,7 +57,8 @@ async def run_command(app: HpcApp, text: str) -> None:
     command, word, arg = parse(text)
     if command is None:
         if word:
-            app.notify(f"unknown command :{word} (try :help, or tab to complete)", severity="warning", timeout=3)
+            app.notify(f"unknown command :{word} (try :help, or tab to complete)", severity="warning", timeout=3,
+                       markup=False)
         return
     if command.pane is not None:
         app.action_show_view(command.pane)
@@ -85,7 +86,7 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
         return False
     if app.clusters is None or name not in app.clusters.names:
         known = ", ".join(app.clusters.names) if app.clusters is not None else app.runtime.cluster
-        app.notify(f"no cluster named {name!r} (configured: {known})", severity="warning", timeout=4)
+        app.notify(f"no cluster named {name!r} (configured: {known})", severity="warning", timeout=4, markup=False)
         return False
     if app.runtime.actions_running:
         app.notify(f"an action is running on {app.runtime.cluster}: switch when it has finished",
@@ -94,7 +95,7 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
     try:
         runtime = app.clusters.build(name)
     except Exception as exc:  # a source that cannot be built is a notice, the old cluster stays
-        app.notify(f"cluster {name}: {type(exc).__name__}: {exc}", severity="error", timeout=6)
+        app.notify(f"cluster {name}: {type(exc).__name__}: {exc}", severity="error", timeout=6, markup=False)
         return False
     while app.screen is not app.dashboard and len(app.screen_stack) > 2:
         await app.pop_screen()

@@ -39,7 +39,7 @@ async def test_dashboard_with_prometheus_source(prom_lab: PromLab, tmp_path: Pat
         panel = app.screen.query_one(GpuPanel)
         assert heatmap.select(sim.topo.gpu_nodes[0].name)
         await pilot.pause()
-        body = str(panel.query_one("#gpu-body").render())
+        body = panel.body_text
         assert "Data GPUs prometheus" in body and "IB prometheus" in body and "host prometheus" in body
         assert "Host load" in body and "MODEL" in body and "H100 80GB" in body
         for _ in range(50):  # the range query runs in a worker

@@ -99,7 +99,7 @@ async def test_show_view_and_enter_on_a_node_at_80x24(make_runtime: MakeRuntime)
         await pilot.press("enter")  # on the heatmap: the node tab with the node's panel
         await pilot.pause()
         assert screen.tab == "node" and app.focused is screen.gpu_panel
-        body = str(screen.query_one("#gpu-body", Static).render())
+        body = screen.gpu_panel.body_text
         gpus = app.runtime.store.snapshot().gpus[screen.selected]
         table = [line for line in body.splitlines() if line[:2].strip().isdigit()]
         assert len(table) == len(gpus) == 8  # every GPU, not only GPU 0

@@ -26,7 +26,9 @@ from hpctui.model import ClusterSnapshot
 from hpctui.runtime import Runtime
 
 ENTRY_POINTS = ("executor", "act", "act_dry_run", "config", "app")
-PARAMS = {"reason": "r", "state": "DOWN", "duration": "60", "layout": "all-1g.10gb"}
+PARAMS = {"reason": "r", "state": "DOWN", "duration": "60", "layout": "all-1g.10gb", "name": "diag"}
+# A [[custom_actions]] entry for the CUSTOM kind: read_only_ok is not set, so read-only refuses it.
+CUSTOM_TOML = "[[custom_actions]]\nname = 'diag'\nscope = 'nodes'\ncommand = ['echo', '{node}']\n"
 
 
 def target_for(kind: ActionKind, snap: ClusterSnapshot) -> str:
@@ -36,10 +38,19 @@ def target_for(kind: ActionKind, snap: ClusterSnapshot) -> str:
         return next(j.display_id for j in snap.jobs if j.state == "RUNNING")
     if kind is ActionKind.DELETE_PODS:
         return next(f"{p.namespace}/{p.name}" for p in snap.pods)
+    if kind is ActionKind.CUSTOM:  # the runtimes below configure one (CUSTOM_ACTION, scope nodes)
+        return "gpu0003"
     if kind in NAME_ACTIONS:
         return next(p for n in snap.nodes.values() if n.slurm for p in n.slurm.partitions)
     pytest.fail(f"action kind {kind.value!r} has no target category: add it to NODE_ACTIONS, JOB_ACTIONS or "
                 "NAME_ACTIONS (hpctui/actions/base.py) or to target_for() here")
+
+
+def refusal(record: dict[str, object]) -> object:
+    """The refusal of an audit record, up to its detail ("read-only mode: diag is not marked
+    read_only_ok" is a read-only refusal too)."""
+    refused = record.get("refused")
+    return refused.partition(":")[0] if isinstance(refused, str) else refused
 
 
 def state_of(rt: Runtime) -> tuple[object, ...]:
@@ -60,7 +71,7 @@ def config_runtime(tmp_path: Path) -> Runtime:
     from hpctui.config import parse_config
     from hpctui.runtime import runtime_from_config
 
-    text = (f"read_only = true\naudit_log = '{tmp_path / 'audit.jsonl'}'\n"
+    text = (f"read_only = true\naudit_log = '{tmp_path / 'audit.jsonl'}'\n" + CUSTOM_TOML +
             "[clusters.d]\n[[clusters.d.sources]]\nkind = 'demo'\nsize = 8\nseed = 1\n")
     return runtime_from_config(parse_config(tomllib.loads(text)), "d")
 
@@ -70,6 +81,12 @@ def config_runtime(tmp_path: Path) -> Runtime:
 async def test_read_only_refuses_every_action_through_every_entry_point(
         kind: ActionKind, entry: str, tmp_path: Path, make_runtime: Callable[..., Runtime]) -> None:
     rt = config_runtime(tmp_path) if entry == "config" else make_runtime(size=8, seed=1, read_only=True)
+    if entry != "config":
+        import tomllib
+
+        from hpctui.config import parse_config
+
+        rt.custom_actions = tuple(parse_config(tomllib.loads(CUSTOM_TOML)).custom_actions)
     if entry == "config":
         assert rt.read_only
     audit = AuditLog(tmp_path / "audit.jsonl")
@@ -101,7 +118,7 @@ async def test_read_only_refuses_every_action_through_every_entry_point(
             await load(app, pilot)
             assert state_of(rt) == before
         records = audit.read(intents=True)
-        assert [(r["phase"], r["refused"]) for r in records] == [("outcome", "read-only mode")]
+        assert [(r["phase"], refusal(r)) for r in records] == [("outcome", "read-only mode")]
         return
     try:
         await rt.collect_once()
@@ -119,12 +136,12 @@ async def test_read_only_refuses_every_action_through_every_entry_point(
                                as_json=False, interactive=False, out=out.append, err=out.append)
             assert rc == 2, out
             text = "".join(out)
-            assert ("read-only mode: actions are disabled" in text if entry == "act_dry_run"
+            assert ("read-only mode" in text if entry == "act_dry_run" or kind is ActionKind.CUSTOM
                     else "refused: read-only mode" in text), text
         await rt.collect_once()
         assert state_of(rt) == before
         records = audit.read(intents=True)
         expected = [] if entry == "act_dry_run" else [("outcome", "read-only mode")]
-        assert [(r["phase"], r["refused"]) for r in records] == expected
+        assert [(r["phase"], refusal(r)) for r in records] == expected
     finally:
         await rt.stop()

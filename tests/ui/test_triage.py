@@ -38,13 +38,13 @@ async def test_gpu_panel_lists_jobs_with_gpu_indices_and_pods(make_runtime: Call
         name, job_ids = busy_node(app.runtime)
         app.screen.query_one(NodeHeatmap).select(name)
         await pilot.pause()
-        body = str(app.screen.query_one(GpuPanel).query_one("#gpu-body", Static).render())
+        body = app.screen.query_one(GpuPanel).body_text
         assert "Workload" in body and f"job {job_ids[0]}" in body and "GPUs " in body
         snap = app.runtime.store.snapshot()
         pod_node = next(p.node for p in snap.pods if p.node and p.phase == "Running")
         app.screen.query_one(NodeHeatmap).select(pod_node)
         await pilot.pause()
-        body = str(app.screen.query_one(GpuPanel).query_one("#gpu-body", Static).render())
+        body = app.screen.query_one(GpuPanel).body_text
         assert "pod " in body
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input, Static
 from uikit import FIXED, load
 
@@ -190,3 +191,92 @@ async def test_j_k_type_into_the_open_filter(make_runtime: Callable[..., Runtime
         await pilot.pause()
         assert app.screen.query_one("#view-filter", Input).value == "jkx"
         assert isinstance(app.screen, DrainedScreen) and app.screen.table.view == []
+
+
+HOSTILE = "evil[/]x[@click=app.quit]"
+
+
+def _toasts(app: HpcApp) -> list[str]:
+    """What each notification's toast shows (tests run with toasts off: render them here,
+    as Textual's Toast does, so markup in a message raises or turns into a link)."""
+    from textual.widgets._toast import Toast
+
+    return [Toast(n).render().plain for n in app._notifications]
+
+
+async def test_drained_view_shows_hostile_names_and_reasons_as_text(make_runtime: Callable[..., Runtime]) -> None:
+    """Cluster strings are text, never markup: ``[/]`` must not raise, ``[@click=…]`` must not be a link."""
+    from hpctui.ui.screens.drained import DrainRow
+
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        sim = runtime.sources[0].sim  # type: ignore[attr-defined]
+        sim.drain("gpu0010", f"reason {HOSTILE}", "mallory", FIXED + 60)
+        await app.push_screen(DrainedScreen(runtime))
+        await load(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, DrainedScreen)
+        assert any(HOSTILE in r.reason for r in screen.table.view)
+        row = DrainRow(scheduler="slurm", reason=HOSTILE, user="mallory", time=FIXED, states="DRAINED",
+                       nodes=("gpu0010",), nodelist=HOSTILE)
+        screen.table.set_rows([row])
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.dashboard and app.is_running
+        assert any(f"marked {HOSTILE} (1 node(s))" in t for t in _toasts(app))
+
+
+async def test_typed_commands_and_names_in_notices_are_text(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.ui.nav import run_command
+
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        await run_command(app, HOSTILE)
+        await run_command(app, f"cluster {HOSTILE}")
+        app.dashboard.select_node(HOSTILE)
+        await pilot.pause()
+        shown = _toasts(app)
+        assert len(shown) == 3 and all(HOSTILE in t for t in shown), shown
+
+
+async def test_big_cluster_views_build_rows_in_a_worker_thread(make_runtime: Callable[..., Runtime],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above THREAD_ABOVE nodes the drained and partitions rows (hostlist folding) are built off
+    the UI thread; the newest snapshot's rows are the ones shown."""
+    import threading
+
+    import hpctui.ui.screens.drained as drained_mod
+    import hpctui.ui.screens.tableview as tableview
+
+    monkeypatch.setattr(tableview, "THREAD_ABOVE", 10)  # the demo's 64 nodes count as big here
+    threads: list[str] = []
+    real = drained_mod.drained_rows
+
+    def recording(snapshot: object) -> list[drained_mod.DrainRow]:
+        threads.append(threading.current_thread().name)
+        return real(snapshot)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(drained_mod, "drained_rows", recording)
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        sim = runtime.sources[0].sim  # type: ignore[attr-defined]
+        sim.drain("gpu0010", "threaded", "alice", FIXED + 60)
+        await app.push_screen(DrainedScreen(runtime))
+        await load(app, pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DrainedScreen)
+        assert any(r.reason == "threaded" and r.nodes == ("gpu0010",) for r in screen.table.view)
+        assert threads and threading.main_thread().name not in threads
+        await pilot.press("escape")
+        await app.push_screen(PartitionsScreen(runtime))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, PartitionsScreen) and app.screen.table.view

@@ -267,3 +267,61 @@ async def test_config_palette_reaches_the_heatmap(tmp_path: Path) -> None:
         assert [s.bgcolor for s in hm._base] == [Color.parse(c).rich_color for c in COLORBLIND_HEALTH]
         legend = str(app.dashboard.query_one("#legend").render())
         assert "▲" in legend and "◆" in legend  # severity by glyph in the legend too
+
+
+async def test_charts_legend_now_is_na_when_the_gpu_reports_na_now(tmp_path: Path) -> None:
+    """The legend's "now" is the newest sample: a GPU that stopped reporting shows N/A, not its
+    last reading from before."""
+    import msgspec
+
+    from hpctui.model import SourceResult
+
+    app, clock = make_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await polls(app, clock, pilot, 3, step=2.0)
+        node = "gpu0001"
+        await app.push_screen(ChartsScreen(app.runtime, node=node))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ChartsScreen)
+        store = app.runtime.store
+        gpus = store.snapshot().gpus[node]
+        blank = (msgspec.structs.replace(gpus[0], util_pct=None), *gpus[1:])
+        store.apply(SourceResult(source="demo", time=clock.t, gpus={node: blank}))
+        app.refresh_from_store()
+        await pilot.pause()
+        assert screen.plotted["util"][0].values[-1] == gpus[0].util_pct  # the line keeps its past
+        legend = str(screen.query_one("#legend-util").render())
+        assert "━━ GPU0 N/A " in legend
+        assert f"━━ GPU1 {gpus[1].util_pct:.0f} " in legend
+
+
+def test_legend_now_text_newest_sample_and_age() -> None:
+    from hpctui.gpu_history import Series
+    from hpctui.ui.screens.charts import now_text
+
+    assert now_text(Series("GPU 0", [10.0, 12.0], [50.0, 61.5], newest=12.0), 12.0, 4.0) == "61.5"
+    assert now_text(Series("GPU 0", [10.0, 12.0], [50.0, 61.0], newest=14.0), 14.0, 4.0) == "N/A"  # N/A now
+    assert now_text(Series("GPU 0", [10.0], [50.0]), 10.0 + 3600, 4.0) == "N/A"  # an hour-old reading
+    assert now_text(Series("GPU 0", [], []), 10.0, 4.0) == "N/A"
+
+
+class FailingMetrics(FakeMetrics):
+    async def history(self, node: str, metric: str = "util", gpu: int | None = None,
+                      window_s: float | None = None, points: int = 120) -> object:
+        raise RuntimeError("bad query [/] [@click=app.quit]")
+
+
+async def test_charts_range_query_error_text_is_not_markup(tmp_path: Path) -> None:
+    from textual.widgets._toast import Toast
+
+    app, clock = make_app(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await polls(app, clock, pilot, 2)
+        app.runtime.sources.append(FailingMetrics())  # type: ignore[arg-type]
+        await app.push_screen(ChartsScreen(app.runtime, node="gpu0001"))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, ChartsScreen)
+        toasts = [Toast(n).render().plain for n in app._notifications]  # rendered as the toast would
+        assert any("RuntimeError: bad query [/] [@click=app.quit]" in t for t in toasts), toasts

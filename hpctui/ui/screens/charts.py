@@ -50,6 +50,23 @@ def legend_content(head: str, entries: list[tuple[str, str]], width: int) -> Con
     return Content.assemble(*pieces)
 
 
+STALE_POLLS = 2.0  # a legend's "now" older than this many poll intervals is N/A, not an old reading
+
+
+def now_text(series: Series, now: float, max_age_s: float) -> str:
+    """The legend's current value: the newest sample, or N/A when that sample was N/A (the
+    series skips NaNs, so its last value may be older than the node's newest sample) or when
+    the newest value is older than ``max_age_s``."""
+    if not series.values:
+        return "N/A"
+    t, v = series.times[-1], series.values[-1]
+    if series.newest is not None and series.newest > t:  # the newest sample had no value here
+        return "N/A"
+    if now - t > max_age_s or v is None or math.isnan(v):
+        return "N/A"
+    return f"{v:.1f}".removesuffix(".0")
+
+
 def _rgb(colour: str) -> tuple[int, int, int]:
     return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
 
@@ -139,7 +156,7 @@ class ChartsScreen(Screen[None]):
                 if any(s.times for s in series):
                     out[metric] = series
         except Exception as exc:  # a failed range query costs the remote data, never the screen
-            self.notify(f"history: {type(exc).__name__}: {exc}"[:100], severity="warning", timeout=3)
+            self.notify(f"history: {type(exc).__name__}: {exc}"[:100], severity="warning", timeout=3, markup=False)
             return
         if node == self.node and window_s == self.window_s:
             self._remote = out
@@ -152,6 +169,10 @@ class ChartsScreen(Screen[None]):
         if self.node is None:
             return []
         return self.runtime.store.series.gpu_series(self.node, metric, self.window_s, self._now())
+
+    def _poll_interval(self) -> float:
+        """The slowest source's poll interval (the one a chart's data may come from)."""
+        return max((float(getattr(s, "interval_s", 0.0) or 0.0) for s in self.runtime.sources), default=0.0) or 2.0
 
     def _now(self) -> float:
         snap = self.snapshot
@@ -196,9 +217,10 @@ class ChartsScreen(Screen[None]):
         drawn = 0
         entries: list[tuple[str, str]] = []  # (colour, "GPU 3 88")
         colours = LINE_COLOURS if self.app.current_theme.dark else LIGHT_LINE_COLOURS
+        max_age = STALE_POLLS * self._poll_interval()
         for i, s in enumerate(series):
             colour = colours[i % len(colours)]
-            last = f"{s.values[-1]:.1f}".removesuffix(".0") if s.values else "N/A"
+            last = now_text(s, now, max_age)
             entries.append((colour, f"{s.label.replace('GPU ', 'GPU')} {last}"))
             if not s.times:
                 continue

@@ -151,7 +151,8 @@ class DashboardScreen(Screen[None]):
             self.add_class("-wall")
 
     def compose(self) -> ComposeResult:
-        yield StatusLine("starting…", id="status", markup=False)
+        with Horizontal(id="status-row"):
+            yield StatusLine("starting…", id="status", markup=False)
         yield Breadcrumb(id="breadcrumb")
         yield TabBar(id="tabs")
         with Vertical(id="main"):
@@ -405,7 +406,7 @@ class DashboardScreen(Screen[None]):
     def select_node(self, node: str) -> bool:
         """Select ``node`` everywhere: the heatmap cursor moves, the panes follow."""
         if not self.heatmap.select(node):
-            self.notify(f"{node}: not in the node list", severity="warning", timeout=2)
+            self.notify(f"{node}: not in the node list", severity="warning", timeout=2, markup=False)
             return False
         return True
 
@@ -441,7 +442,8 @@ class DashboardScreen(Screen[None]):
 
             self.post_message(JobDetailRequested(target.job))
         elif target.pod is not None:
-            self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3)
+            self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3,
+                        markup=False)
 
     def workload_here(self) -> None:
         """``w`` / ``enter`` on a node: the selected node's jobs and pods as rows (the queue and

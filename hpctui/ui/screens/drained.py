@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual.binding import Binding
 
 from hpctui.model import ClusterSnapshot, Node
-from hpctui.model.hostlist import collect
+from hpctui.model.hostlist import collect_cached
 from hpctui.ui.fmt import NA_TEXT, utc
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.screens.tableview import TableViewScreen
@@ -75,9 +75,9 @@ def drained_rows(snapshot: ClusterSnapshot) -> list[DrainRow]:
         else:
             states = sorted({"Ready" if n.k8s and n.k8s.ready == "True" else "NotReady" for n in nodes}
                             | {"SchedulingDisabled"})
-        names = [n.name for n in nodes]
+        names = tuple(n.name for n in nodes)
         rows.append(DrainRow(scheduler=scheduler, reason=reason, user=user, time=when, states=",".join(states),
-                             nodes=tuple(names), nodelist=collect(names)))
+                             nodes=names, nodelist=collect_cached(names)))
     rows.sort(key=lambda r: (r.time is None, -(r.time or 0.0), r.reason, r.nodelist))
     return rows
 
@@ -109,15 +109,17 @@ class DrainedScreen(TableViewScreen):
 
     BINDINGS = [Binding("enter", "select_nodes", "Mark on heatmap")]
     title_text = "Drained / down / cordoned nodes  (sinfo -R; newest first)"
+    rows_in_thread = True
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__(runtime, DrainTable())
         self.rows: list[DrainRow] = []
 
-    def refresh_rows(self) -> None:
-        if self.snapshot is None:
-            return
-        self.rows = drained_rows(self.snapshot)
+    def build_rows(self, snapshot: ClusterSnapshot) -> list[DrainRow]:
+        return drained_rows(snapshot)
+
+    def show_rows(self, rows: list[DrainRow]) -> None:
+        self.rows = rows
         self.table.set_rows(self.rows)
         nodes = sum(len(r.nodes) for r in self.rows)
         self.set_info(f"{len(self.rows)} reasons · {nodes} node entries · enter marks them on the heatmap"
@@ -139,4 +141,4 @@ class DrainedScreen(TableViewScreen):
             heatmap.action_toggle_mark()
         if known:
             dashboard.post_message(NodeRequested(known[0]))
-        self.app.notify(f"marked {row.nodelist} ({len(known)} node(s))", timeout=3)
+        self.app.notify(f"marked {row.nodelist} ({len(known)} node(s))", timeout=3, markup=False)

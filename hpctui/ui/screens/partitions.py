@@ -110,9 +110,9 @@ def partition_rows(snapshot: ClusterSnapshot) -> list[PartitionRow]:
 
 
 def _fold(names: list[str]) -> str:
-    from hpctui.model.hostlist import collect
+    from hpctui.model.hostlist import collect_cached
 
-    return collect(names) if names else ""
+    return collect_cached(names) if names else ""
 
 
 PARTITION_COLUMNS: list[Column[PartitionRow]] = [
@@ -152,6 +152,7 @@ class PartitionsScreen(TableViewScreen):
         Binding("s", "set_state", "Set state"),
     ]
     title_text = "Partitions  (sinfo -s; * = default partition)"
+    rows_in_thread = True
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__(runtime, PartitionTable())
@@ -161,12 +162,13 @@ class PartitionsScreen(TableViewScreen):
     def read_only(self) -> bool:
         return bool(getattr(self.app, "read_only", self.runtime.read_only))
 
-    def refresh_rows(self) -> None:
-        if self.snapshot is None:
-            return
-        self.rows = partition_rows(self.snapshot)
+    def build_rows(self, snapshot: ClusterSnapshot) -> list[PartitionRow]:
+        return partition_rows(snapshot)
+
+    def show_rows(self, rows: list[PartitionRow]) -> None:
+        self.rows = rows
         self.table.set_rows(self.rows)
-        if not self.snapshot.partitions:
+        if self.snapshot is not None and not self.snapshot.partitions:
             self.set_info("state/limits: N/A (no source reported partitions); counts from the nodes and jobs")
         else:
             self.set_info(f"{len(self.rows)} partitions · read-only: state changes disabled" if self.read_only

@@ -6,6 +6,7 @@ open and goes back otherwise; ``j``/``k`` move the cursor like the arrow keys.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual import on
@@ -20,6 +21,8 @@ from hpctui.ui.widgets.vtable import VirtualTable
 if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
     from hpctui.runtime import Runtime
+
+THREAD_ABOVE = 2048  # nodes: above this, views that can build their rows off the UI thread do (as :gpus)
 
 
 class TableViewScreen(Screen[None]):
@@ -36,6 +39,7 @@ class TableViewScreen(Screen[None]):
     TableViewScreen > VirtualTable { height: 1fr; }
     """
     title_text = ""
+    rows_in_thread = False  # True: build_rows is pure (thread-safe) and show_rows draws them
     filter_placeholder = "filter (substring, re:regex, a hostlist; ! inverts)"
 
     def __init__(self, runtime: Runtime, table: VirtualTable[Any]) -> None:
@@ -45,6 +49,7 @@ class TableViewScreen(Screen[None]):
         self.table.filter_opener = self._open_filter
         self.snapshot: ClusterSnapshot | None = None
         self.info_text = ""
+        self._request = 0
 
     def compose(self) -> ComposeResult:
         yield Label(self.title_text, id="view-title", markup=False)
@@ -60,9 +65,32 @@ class TableViewScreen(Screen[None]):
     def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
         """New data from the store (HpcApp.refresh_from_store calls this on every stacked screen)."""
         self.snapshot = snapshot
-        self.refresh_rows()
+        self._request += 1
+        if not self.rows_in_thread or len(snapshot.nodes) < THREAD_ABOVE:
+            self.refresh_rows()
+            return
+        # a big cluster: fold hostlists and count in a worker thread, draw the newest answer only
+        job = partial(self._rows_thread, snapshot, self._request)
+        self.run_worker(job, name="view-rows", group="view-rows", description="view rows", thread=True,
+                        exclusive=True)
 
-    def refresh_rows(self) -> None:  # pragma: no cover - every view overrides it
+    def _rows_thread(self, snapshot: ClusterSnapshot, request: int) -> None:
+        rows = self.build_rows(snapshot)
+        self.app.call_from_thread(self._apply_rows, rows, request)
+
+    def _apply_rows(self, rows: list[Any], request: int) -> None:
+        if request == self._request and self.is_attached:
+            self.show_rows(rows)
+
+    def refresh_rows(self) -> None:
+        """Rebuild the rows from ``self.snapshot`` on this thread (views may override)."""
+        if self.snapshot is not None:
+            self.show_rows(self.build_rows(self.snapshot))
+
+    def build_rows(self, snapshot: ClusterSnapshot) -> list[Any]:  # pragma: no cover - views override it
+        raise NotImplementedError
+
+    def show_rows(self, rows: list[Any]) -> None:  # pragma: no cover - views override it
         raise NotImplementedError
 
     def set_info(self, text: str) -> None:

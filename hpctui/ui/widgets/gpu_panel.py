@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.cells import cell_len
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Static
 
@@ -230,6 +229,49 @@ def node_series(history: HistoryGetter, name: str, metric: str) -> list[float]:
     return [v for _, v in history(f"node:{name}:{metric}")]
 
 
+class LineStack(Vertical):
+    """Text as one Static per line: an update repaints only the lines whose text or style
+    changed (a GPU's utilisation moving repaints that GPU's line, not the node's header,
+    workload and table header: ~1 KB less to the terminal on every poll)."""
+
+    DEFAULT_CSS = """
+    LineStack { height: auto; }
+    LineStack > Static { height: 1; width: 1fr; text-wrap: nowrap; }
+    """
+
+    def __init__(self, text: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._first = text
+        self._lines: list[Content] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._first, markup=False)
+
+    def set_lines(self, lines: list[Content], *, shrink: bool = False) -> None:
+        """Show ``lines``. Fewer lines than before blank the rest instead of removing them
+        (the stack's height changing would repaint all of it) unless ``shrink`` (another node)."""
+        shown = list(self.query_children(Static))
+        if len(shown) < len(lines):
+            self.mount_all(Static(line, markup=False) for line in lines[len(shown):])
+        if shrink:
+            for widget in shown[len(lines):]:
+                widget.remove()
+        else:
+            blank = Content("")
+            lines = lines + [blank] * (len(shown) - len(lines))
+        old_lines = self._lines
+        for i, (widget, line) in enumerate(zip(shown, lines, strict=False)):
+            before = old_lines[i] if i < len(old_lines) else None
+            if before is None or before.plain != line.plain or before.spans != line.spans:
+                widget.update(line, layout=False)  # a fixed-size line: no layout pass
+        self._lines = lines
+
+    @property
+    def text(self) -> str:
+        """The lines as plain text (what tests and reports read)."""
+        return "\n".join(line.plain for line in self._lines).rstrip("\n") if self._lines else self._first
+
+
 class GpuPanel(VerticalScroll):
     """Attributes down: the screen calls :meth:`show` with the snapshot and node."""
 
@@ -240,13 +282,12 @@ class GpuPanel(VerticalScroll):
         self.remote: tuple[str, list[float], str] | None = None  # (node, util series, window) of a range query
         self._title = "Node / GPUs"
         self._body: Content | None = None
-        self._body_dims: tuple[int, int] = (-1, -1)
         self._body_node: str | None = None
         self.gpus_first = False  # set by the screen: the narrow layout's node tab shows every GPU first
         self._last: tuple[ClusterSnapshot, str | None, Thresholds, HistoryGetter | None] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("Waiting for data…", id="gpu-body", markup=False)
+        yield LineStack("Waiting for data…", id="gpu-body")
         with Horizontal(id="gpu-history"):
             yield Label("util", classes="spark-label")
             yield MiniSpark(id="spark-util")
@@ -267,14 +308,7 @@ class GpuPanel(VerticalScroll):
         drawn = self._body
         if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
             self._body = body
-            lines = body.plain.splitlines()
-            dims = (len(lines), max((cell_len(line) for line in lines), default=0))
-            # A layout pass (which makes Textual repaint every scrollbar on screen) only for another
-            # node or a body that outgrew its box; a shorter body leaves blank lines until then.
-            old_lines, old_width = self._body_dims
-            layout = node != self._body_node or dims[0] > old_lines or dims[1] > old_width
-            self.query_one("#gpu-body", Static).update(body, layout=layout)
-            self._body_dims = dims if layout else (old_lines, old_width)
+            self.query_one("#gpu-body", LineStack).set_lines(body.split("\n"), shrink=node != self._body_node)
             self._body_node = node
         util = node_series(history, node, "util") if history and node else []
         temp = node_series(history, node, "temp") if history and node else []
@@ -293,6 +327,11 @@ class GpuPanel(VerticalScroll):
 
     def on_resize(self) -> None:
         self.redraw()
+
+    @property
+    def body_text(self) -> str:
+        """The node's text as drawn (plain)."""
+        return self.query_one("#gpu-body", LineStack).text
 
     def redraw(self) -> None:
         """Draw the last node again (the width or ``gpus_first`` changed)."""

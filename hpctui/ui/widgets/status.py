@@ -50,8 +50,8 @@ def status_content(cluster: str, sources: Mapping[str, SourceHealth], now: float
 
 
 class StatusLine(Static):
-    """One fixed-height line: an update repaints this line only (no layout pass, which
-    would make Textual repaint every scrollbar on the screen)."""
+    """One fixed-height line, as wide as its text: an update repaints this text only, and
+    lays out again only when the text's width changed (an age going from 9s to 10s)."""
 
     _shown: Content | None = None
 
@@ -60,7 +60,7 @@ class StatusLine(Static):
         if old is not None and old.plain == content.plain and old.spans == content.spans:
             return
         self._shown = content
-        self.update(content, layout=False)
+        self.update(content, layout=old is None or old.cell_length != content.cell_length)
 
 
 def part_status(snapshot: ClusterSnapshot, part: Part, now: float) -> str:
