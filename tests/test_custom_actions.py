@@ -78,6 +78,14 @@ def test_output_is_sanitised_lines_kept_and_cut() -> None:
     assert "cut at 10 bytes" in clean_output(b"x" * 100, limit=10)
 
 
+def test_tabs_are_expanded_not_replaced() -> None:
+    # ibstat indents with tabs: they line up as spaces, never as "\ufffd"
+    text = clean_output(b"CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Active\nab\tc\n")
+    assert "\ufffd" not in text and "\t" not in text
+    assert text.splitlines() == ["CA 'mlx5_0'", "        CA type: MT4129", "        Port 1:",
+                                 "                State: Active", "ab      c"]
+
+
 # -- config -------------------------------------------------------------------------------------------
 
 
