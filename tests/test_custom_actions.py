@@ -203,6 +203,41 @@ def test_pod_placeholders_fill_from_the_pod() -> None:
     assert not plan_custom(action(scope="pods", command="echo {pod}"), ["ml/nope"], snap).runnable
 
 
+class _CountingTuple(tuple):  # type: ignore[type-arg]
+    """A snapshot part that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return super().__iter__()
+
+    def __reversed__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return iter(tuple.__getitem__(self, slice(None, None, -1)))
+
+
+def test_job_and_pod_targets_are_looked_up_once_per_plan_not_per_target() -> None:
+    jobs = [SlurmJob(job_id=100 + i, user=f"u{i}", nodes=f"gpu{i:02d}", state="RUNNING") for i in range(50)]
+    jobs.append(SlurmJob(job_id=900, array_job_id=800, array_task_id=3, user="arr", nodes="gpu77", state="RUNNING"))
+    jobs.append(SlurmJob(job_id=100, user="dup", nodes="gpu99", state="RUNNING"))  # a later duplicate id
+    pods = [Pod(namespace="ml", name=f"train-{i}", node=f"gpu{i:02d}") for i in range(50)]
+    _CountingTuple.walks = 0
+    snap = ClusterSnapshot(cluster="c", time=0.0, jobs=_CountingTuple(jobs), pods=_CountingTuple(pods))
+    plan = plan_custom(action(scope="jobs", command="echo {job} {user}"),
+                       [str(100 + i) for i in range(0, 50, 2)] + ["800_3", "nope"], snap)
+    assert plan.errors == ("unknown job 'nope'",)
+    assert plan.targets == (*(str(100 + i) for i in range(0, 50, 2)), "800_3")
+    assert plan_custom(action(scope="jobs", command="echo {job}"), ["900"], snap).targets == ("800_3",)  # by job id
+    assert plan_custom(action(scope="jobs", command="echo {job} {user}"), ["100"], snap).invocations[0].argv \
+        == ("echo", "100", "u0")  # the first job in queue order, as before
+    pod_plan = plan_custom(action(scope="pods", command="echo {pod} {node}"),
+                           [f"ml/train-{i}" for i in range(50)] + ["ml/nope", "train-1"], snap)
+    assert pod_plan.errors == ("unknown pod 'ml/nope' (namespace/name)", "unknown pod 'train-1' (namespace/name)")
+    assert pod_plan.targets == tuple(f"ml/train-{i}" for i in range(50))
+    assert _CountingTuple.walks == 4  # four plans: one walk of the queue (or the pods) each, not one per target
+
+
 def test_preview_shows_argv_with_control_characters_visible() -> None:
     assert show_arg("a\nb") == "$'a\\nb'"
     assert show_arg("\x1b[31m") == "$'\\x1b[31m'"

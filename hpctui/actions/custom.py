@@ -42,7 +42,7 @@ from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
-    from hpctui.model import ClusterSnapshot
+    from hpctui.model import ClusterSnapshot, Pod, SlurmJob
     from hpctui.runtime import Runtime
     from hpctui.sources.ssh.settings import SshSettings
     from hpctui.sources.ssh.targets import Target
@@ -292,6 +292,15 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
     clean: list[str] = []
     node_of: dict[str, list[str]] = {}  # target -> its nodes
     values_of: dict[str, dict[str, str]] = {}
+    jobs_by_id: dict[str, SlurmJob] = {}  # built once per plan: one pass over the queue, not one per target
+    pods_by_key: dict[str, Pod] = {}
+    if snapshot is not None and action.scope == "jobs":
+        for j in reversed(snapshot.jobs):  # the first job in queue order wins, as a scan would find it
+            jobs_by_id[str(j.job_id)] = j
+            jobs_by_id[j.display_id] = j
+    elif snapshot is not None and action.scope == "pods":
+        for p in reversed(snapshot.pods):
+            pods_by_key[f"{p.namespace}/{p.name}"] = p
     for raw in targets:
         raw = raw.strip()
         if not raw:
@@ -308,7 +317,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
                     node_of[n] = [n]
                     values_of[n] = {"node": n}
         elif action.scope == "jobs":
-            job = next((j for j in (snapshot.jobs if snapshot else ()) if raw in (j.display_id, str(j.job_id))), None)
+            job = jobs_by_id.get(raw)
             if job is None:
                 errors.append(f"unknown job {clean_text(raw)!r}")
                 continue
@@ -322,8 +331,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
             node_of[job.display_id] = nodes
             values_of[job.display_id] = {"job": job.display_id, "user": job.user or ""}
         else:
-            ns, _, name = raw.partition("/")
-            pod = next((p for p in (snapshot.pods if snapshot else ()) if p.namespace == ns and p.name == name), None)
+            pod = pods_by_key.get(raw) if "/" in raw else None
             if pod is None:
                 errors.append(f"unknown pod {clean_text(raw)!r} (namespace/name)")
                 continue
