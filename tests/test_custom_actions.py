@@ -300,7 +300,8 @@ def test_local_per_node_run_folds_and_is_audited(tmp_path: Path) -> None:
     assert any("gpu0002 (1): sh -c" in c for c in intent["commands"])
     assert outcome["custom"]["folds"][0] == {"nodes": "gpu[0001,0003,0005]", "count": 3, "output": "odd",
                                             "truncated": False}
-    assert outcome["custom"]["exit_codes"]["gpu0002"] == 3
+    assert outcome["custom"]["exit_codes"] == [{"rc": 0, "nodes": "gpu[0001,0003,0005]", "count": 3},
+                                               {"rc": 3, "nodes": "gpu[0002,0004]", "count": 2}]
     assert {r["target"]: r["ok"] for r in outcome["results"]}["gpu0002"] is False
 
 
@@ -311,6 +312,42 @@ def test_audit_keeps_4kb_of_each_fold(tmp_path: Path) -> None:
     outcome = rt.executor.audit.read()[-1]  # type: ignore[union-attr]
     fold0 = outcome["custom"]["folds"][0]
     assert len(fold0["output"]) == 4096 and fold0["truncated"] is True
+
+
+def test_audit_record_of_16k_nodes_with_distinct_output_is_bounded() -> None:
+    from hpctui.actions.custom import AUDIT_MAX_GROUPS, AUDIT_OUTPUT_BYTES, audit_fields
+
+    n = 16384
+    outs = [NodeOutput(label=f"gpu{i:05d}", output=f"serial {i:08d} " + "x" * 1000, rc=i % 300) for i in range(n)]
+    outs += [NodeOutput(label=f"cpu{i:05d}", error=f"connect to 10.0.{i // 256}.{i % 256}: refused")
+             for i in range(2000)]
+    record = audit_fields(outs)
+    size = len(msgspec.json.encode(record))
+    assert size < 4 * AUDIT_OUTPUT_BYTES, size  # about 16 MB of output (and 2,000 errors) unbounded
+    kept = record["folds"]
+    assert 0 < len(kept) <= AUDIT_MAX_GROUPS
+    assert sum(len(f["output"].encode()) for f in kept) <= AUDIT_OUTPUT_BYTES
+    left = record["folds_left_out"]
+    assert left["folds"] == n - len(kept) and left["nodes"] == n - len(kept)
+    assert left["bytes"] == sum(len(o.output.encode()) for o in outs[len(kept):n])
+    assert left["note"] == f"… {n - len(kept):,} more folds ({n - len(kept):,} nodes), {left['bytes']:,} bytes left out"
+    assert kept[0]["nodes"] == "gpu00000" and kept[1]["nodes"] == "gpu00001"  # in order, no gap
+    # exit codes per code as node sets, not one entry per node
+    assert len(record["exit_codes"]) == AUDIT_MAX_GROUPS and record["exit_codes_left_out"]["groups"] == 300 - 64
+    assert record["exit_codes"][1] == {"rc": 1, "nodes": record["exit_codes"][1]["nodes"], "count": 55}
+    assert record["exit_codes"][1]["nodes"].startswith("gpu[00001,00301,")
+    assert len(record["failed"]) == AUDIT_MAX_GROUPS and record["failed_left_out"] == {"groups": 2000 - 64,
+                                                                                       "nodes": 2000 - 64}
+
+
+def test_audit_record_cuts_one_huge_node_set() -> None:
+    from hpctui.actions.custom import AUDIT_LABEL_CHARS, audit_fields
+
+    outs = [NodeOutput(label=f"ml/train-{i}-{'abc'[i % 3]}", output="same", rc=0) for i in range(5000)]
+    record = audit_fields(outs)  # pods: comma-joined, no hostlist to fold them into
+    (f,) = record["folds"]
+    assert f["count"] == 5000 and len(f["nodes"]) < AUDIT_LABEL_CHARS + 40 and "more characters" in f["nodes"]
+    assert "folds_left_out" not in record
 
 
 def test_local_timeout_kills_the_whole_group_and_is_listed_apart(tmp_path: Path) -> None:
