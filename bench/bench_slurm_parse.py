@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,30 +187,13 @@ def run_stream(variant: str, path: str) -> None:
     reuse = JobReuse()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if variant == "stream-stall":
-        async def go() -> tuple[float, float, int, int]:
-            gaps: list[float] = []
-            done = False
-
-            async def ticker() -> None:
-                last = time.perf_counter()
-                while not done:
-                    await asyncio.sleep(0.005)
-                    now = time.perf_counter()
-                    gaps.append(now - last - 0.005)
-                    last = now
-
-            tick = asyncio.create_task(ticker())
-            t0 = time.perf_counter()
+        async def work() -> int:
             stream = JobsStream(reuse)
             for chunk in pieces():
                 await asyncio.to_thread(stream.feed, chunk)
-            jobs = await asyncio.to_thread(stream.finish)
-            took = time.perf_counter() - t0
-            done = True
-            await tick
-            return took, max(gaps, default=0.0), sum(g > 0.05 for g in gaps), len(jobs)
+            return len(await asyncio.to_thread(stream.finish))
 
-        took, worst, over, n = asyncio.run(go())
+        took, worst, over, n = _with_loop_gaps(work)
         print(f"{variant:12s} {n:6d} kept  {took:6.2f} s, fed from the loop; longest event-loop gap "
               f"{worst * 1000:.0f} ms, {over} gaps over 50 ms")
         return
@@ -254,9 +238,9 @@ def run(variant: str, path: str) -> None:
     )
 
 
-def _stall(data: bytes, parse: Any) -> None:
-    """The event loop's longest gap while the parse runs in a thread, as the Slurm source runs it
-    (``asyncio.to_thread``): a 5 ms ticker records how late each of its wake-ups was."""
+def _with_loop_gaps(work: Callable[[], Awaitable[int]]) -> tuple[float, float, int, int]:
+    """Run ``work`` (which parses off the loop) under asyncio with a 5 ms ticker beside it:
+    (seconds, longest event-loop gap, gaps over 50 ms, jobs kept)."""
     import asyncio
 
     async def go() -> tuple[float, float, int, int]:
@@ -273,13 +257,24 @@ def _stall(data: bytes, parse: Any) -> None:
 
         tick = asyncio.create_task(ticker())
         t0 = time.perf_counter()
-        jobs = await asyncio.to_thread(parse, data)
+        n = await work()
         took = time.perf_counter() - t0
         done = True
         await tick
-        return took, max(gaps, default=0.0), sum(g > 0.05 for g in gaps), len(jobs)
+        return took, max(gaps, default=0.0), sum(g > 0.05 for g in gaps), n
 
-    took, worst, over, n = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def _stall(data: bytes, parse: Any) -> None:
+    """The event loop's longest gap while the parse runs in a thread, as the Slurm source ran it
+    before streaming (``asyncio.to_thread`` on the whole document)."""
+    import asyncio
+
+    async def work() -> int:
+        return len(await asyncio.to_thread(parse, data))
+
+    took, worst, over, n = _with_loop_gaps(work)
     print(f"stall      {n:6d} kept  {took:6.2f} s in a thread; longest event-loop gap {worst * 1000:.0f} ms, "
           f"{over} gaps over 50 ms")
 

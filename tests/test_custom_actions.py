@@ -78,6 +78,14 @@ def test_output_is_sanitised_lines_kept_and_cut() -> None:
     assert "cut at 10 bytes" in clean_output(b"x" * 100, limit=10)
 
 
+def test_tabs_are_expanded_not_replaced() -> None:
+    # ibstat indents with tabs: they line up as spaces, never as "\ufffd"
+    text = clean_output(b"CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tState: Active\nab\tc\n")
+    assert "\ufffd" not in text and "\t" not in text
+    assert text.splitlines() == ["CA 'mlx5_0'", "        CA type: MT4129", "        Port 1:",
+                                 "                State: Active", "ab      c"]
+
+
 # -- config -------------------------------------------------------------------------------------------
 
 
@@ -195,6 +203,41 @@ def test_pod_placeholders_fill_from_the_pod() -> None:
     assert not plan_custom(action(scope="pods", command="echo {pod}"), ["ml/nope"], snap).runnable
 
 
+class _CountingTuple(tuple):  # type: ignore[type-arg]
+    """A snapshot part that counts how often it is walked."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return super().__iter__()
+
+    def __reversed__(self):  # type: ignore[no-untyped-def]
+        type(self).walks += 1
+        return iter(tuple.__getitem__(self, slice(None, None, -1)))
+
+
+def test_job_and_pod_targets_are_looked_up_once_per_plan_not_per_target() -> None:
+    jobs = [SlurmJob(job_id=100 + i, user=f"u{i}", nodes=f"gpu{i:02d}", state="RUNNING") for i in range(50)]
+    jobs.append(SlurmJob(job_id=900, array_job_id=800, array_task_id=3, user="arr", nodes="gpu77", state="RUNNING"))
+    jobs.append(SlurmJob(job_id=100, user="dup", nodes="gpu99", state="RUNNING"))  # a later duplicate id
+    pods = [Pod(namespace="ml", name=f"train-{i}", node=f"gpu{i:02d}") for i in range(50)]
+    _CountingTuple.walks = 0
+    snap = ClusterSnapshot(cluster="c", time=0.0, jobs=_CountingTuple(jobs), pods=_CountingTuple(pods))
+    plan = plan_custom(action(scope="jobs", command="echo {job} {user}"),
+                       [str(100 + i) for i in range(0, 50, 2)] + ["800_3", "nope"], snap)
+    assert plan.errors == ("unknown job 'nope'",)
+    assert plan.targets == (*(str(100 + i) for i in range(0, 50, 2)), "800_3")
+    assert plan_custom(action(scope="jobs", command="echo {job}"), ["900"], snap).targets == ("800_3",)  # by job id
+    assert plan_custom(action(scope="jobs", command="echo {job} {user}"), ["100"], snap).invocations[0].argv \
+        == ("echo", "100", "u0")  # the first job in queue order, as before
+    pod_plan = plan_custom(action(scope="pods", command="echo {pod} {node}"),
+                           [f"ml/train-{i}" for i in range(50)] + ["ml/nope", "train-1"], snap)
+    assert pod_plan.errors == ("unknown pod 'ml/nope' (namespace/name)", "unknown pod 'train-1' (namespace/name)")
+    assert pod_plan.targets == tuple(f"ml/train-{i}" for i in range(50))
+    assert _CountingTuple.walks == 4  # four plans: one walk of the queue (or the pods) each, not one per target
+
+
 def test_preview_shows_argv_with_control_characters_visible() -> None:
     assert show_arg("a\nb") == "$'a\\nb'"
     assert show_arg("\x1b[31m") == "$'\\x1b[31m'"
@@ -257,7 +300,8 @@ def test_local_per_node_run_folds_and_is_audited(tmp_path: Path) -> None:
     assert any("gpu0002 (1): sh -c" in c for c in intent["commands"])
     assert outcome["custom"]["folds"][0] == {"nodes": "gpu[0001,0003,0005]", "count": 3, "output": "odd",
                                             "truncated": False}
-    assert outcome["custom"]["exit_codes"]["gpu0002"] == 3
+    assert outcome["custom"]["exit_codes"] == [{"rc": 0, "nodes": "gpu[0001,0003,0005]", "count": 3},
+                                               {"rc": 3, "nodes": "gpu[0002,0004]", "count": 2}]
     assert {r["target"]: r["ok"] for r in outcome["results"]}["gpu0002"] is False
 
 
@@ -268,6 +312,42 @@ def test_audit_keeps_4kb_of_each_fold(tmp_path: Path) -> None:
     outcome = rt.executor.audit.read()[-1]  # type: ignore[union-attr]
     fold0 = outcome["custom"]["folds"][0]
     assert len(fold0["output"]) == 4096 and fold0["truncated"] is True
+
+
+def test_audit_record_of_16k_nodes_with_distinct_output_is_bounded() -> None:
+    from hpctui.actions.custom import AUDIT_MAX_GROUPS, AUDIT_OUTPUT_BYTES, audit_fields
+
+    n = 16384
+    outs = [NodeOutput(label=f"gpu{i:05d}", output=f"serial {i:08d} " + "x" * 1000, rc=i % 300) for i in range(n)]
+    outs += [NodeOutput(label=f"cpu{i:05d}", error=f"connect to 10.0.{i // 256}.{i % 256}: refused")
+             for i in range(2000)]
+    record = audit_fields(outs)
+    size = len(msgspec.json.encode(record))
+    assert size < 4 * AUDIT_OUTPUT_BYTES, size  # about 16 MB of output (and 2,000 errors) unbounded
+    kept = record["folds"]
+    assert 0 < len(kept) <= AUDIT_MAX_GROUPS
+    assert sum(len(f["output"].encode()) for f in kept) <= AUDIT_OUTPUT_BYTES
+    left = record["folds_left_out"]
+    assert left["folds"] == n - len(kept) and left["nodes"] == n - len(kept)
+    assert left["bytes"] == sum(len(o.output.encode()) for o in outs[len(kept):n])
+    assert left["note"] == f"… {n - len(kept):,} more folds ({n - len(kept):,} nodes), {left['bytes']:,} bytes left out"
+    assert kept[0]["nodes"] == "gpu00000" and kept[1]["nodes"] == "gpu00001"  # in order, no gap
+    # exit codes per code as node sets, not one entry per node
+    assert len(record["exit_codes"]) == AUDIT_MAX_GROUPS and record["exit_codes_left_out"]["groups"] == 300 - 64
+    assert record["exit_codes"][1] == {"rc": 1, "nodes": record["exit_codes"][1]["nodes"], "count": 55}
+    assert record["exit_codes"][1]["nodes"].startswith("gpu[00001,00301,")
+    assert len(record["failed"]) == AUDIT_MAX_GROUPS and record["failed_left_out"] == {"groups": 2000 - 64,
+                                                                                       "nodes": 2000 - 64}
+
+
+def test_audit_record_cuts_one_huge_node_set() -> None:
+    from hpctui.actions.custom import AUDIT_LABEL_CHARS, audit_fields
+
+    outs = [NodeOutput(label=f"ml/train-{i}-{'abc'[i % 3]}", output="same", rc=0) for i in range(5000)]
+    record = audit_fields(outs)  # pods: comma-joined, no hostlist to fold them into
+    (f,) = record["folds"]
+    assert f["count"] == 5000 and len(f["nodes"]) < AUDIT_LABEL_CHARS + 40 and "more characters" in f["nodes"]
+    assert "folds_left_out" not in record
 
 
 def test_local_timeout_kills_the_whole_group_and_is_listed_apart(tmp_path: Path) -> None:

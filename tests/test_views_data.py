@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.actions.audit_view import AuditFilter, audit_entries, parse_duration_s, truncate
+from hpctui.actions.audit_view import AuditFilter, audit_entries, load_tail, parse_duration_s, read_tail, truncate
 from hpctui.model import SlurmJob, SlurmPartition
 from hpctui.runtime import demo_runtime
 from hpctui.sources.slurm.parse import parse_jobs_json, parse_scontrol_jobs, parse_squeue_text
@@ -188,6 +188,52 @@ def test_audit_filter_errors_are_reported_not_raised() -> None:
     rule = AuditFilter.parse("since:soon result:maybe user:")
     assert len(rule.errors) == 3 and rule.since_s is None and rule.result is None
     assert parse_duration_s("90s") == 90 and parse_duration_s("2d") == 172800 and parse_duration_s("1x") is None
+
+
+def _big_audit_file(path: Path, *, megabytes: int = 50) -> int:
+    """An audit file of ``megabytes`` MB: drain records of about 10 KB each, numbered by ``seq``."""
+    pad = "p" * 10_000
+    lines = []
+    size = 0
+    seq = 0
+    while size < megabytes << 20:
+        rec = {"phase": "outcome", "id": f"r{seq}", "time": NOW + seq, "cluster": "demo", "user": "alice",
+               "action": "drain", "source": "demo", "targets": [f"gpu{seq:06d}"], "params": {"reason": pad},
+               "commands": [], "refused": None, "results": [{"target": f"gpu{seq:06d}", "ok": True, "message": "ok"}]}
+        line = json.dumps(rec) + "\n"
+        lines.append(line)
+        size += len(line)
+        seq += 1
+    path.write_text("".join(lines))
+    return seq
+
+
+def test_audit_tail_of_a_huge_file_reads_only_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    total = _big_audit_file(path)  # 50 MB, ~5,200 records
+    stamp, records, cut = read_tail(path)
+    assert cut and 0 < len(records) <= (4 << 20) // 10_000 + 1  # only the newest 4 MB were parsed
+    assert records[-1]["id"] == f"r{total - 1}"  # the newest record is there
+    seqs = [int(str(r["id"])[1:]) for r in records]
+    assert seqs == list(range(total - len(records), total))  # a contiguous tail; the cut first line skipped
+    tail = load_tail(path, "demo")
+    assert tail is not None and tail.cut and tail.records == len(records)
+    assert tail.entries[0].targets == (f"gpu{total - 1:06d}",)  # newest first
+    assert load_tail(path, "demo", tail.stamp) is None  # unchanged: nothing read
+    assert load_tail(path, "demo", stamp) is None and stamp == tail.stamp
+    _, few, few_cut = read_tail(path, max_records=10)
+    assert few_cut and [r["id"] for r in few] == [f"r{i}" for i in range(total - 10, total)]
+
+
+def test_audit_tail_small_file_missing_file_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    tail = load_tail(path, "demo")
+    assert tail is not None and tail.entries == [] and tail.stamp == (0, 0)  # nothing audited yet: no error
+    assert load_tail(path, "demo", (0, 0)) is None
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records()) + '{"phase": "outc')  # torn by a crash
+    tail = load_tail(path, "demo")
+    assert tail is not None and not tail.cut
+    assert [e.action for e in tail.entries] == [e.action for e in audit_entries(_records(), "demo")]
 
 
 # -- partitions through the Slurm source (fake CLI tools, a fake slurmrestd) --------------------------

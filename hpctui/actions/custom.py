@@ -20,7 +20,7 @@ per node and folded like ``clush -b`` (:mod:`hpctui.actions.fold`).
 
 Safety: read-only mode refuses unless ``read_only_ok = true`` and not ``dangerous``;
 ``dangerous`` needs the typed word (``NAME-N``), ``confirm`` a y/n; every run is audited
-(intent before, outcome after, with the folded output truncated to 4 KB a fold).
+(intent before, outcome after, with the folded output truncated to 4 KB a fold and 64 KB in all).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
-    from hpctui.model import ClusterSnapshot
+    from hpctui.model import ClusterSnapshot, Pod, SlurmJob
     from hpctui.runtime import Runtime
     from hpctui.sources.ssh.settings import SshSettings
     from hpctui.sources.ssh.targets import Target
@@ -59,6 +59,9 @@ PER_TARGET: dict[str, frozenset[str]] = {
 PLACEHOLDERS = frozenset({"nodes", "nodes_csv", "node", "job", "user", "pod", "namespace"})
 SSH_PLACEHOLDERS = frozenset({"node", "nodes", "nodes_csv"})
 AUDIT_FOLD_BYTES = 4096  # of each fold's output in the audit record
+AUDIT_OUTPUT_BYTES = 64 * 1024  # of all folds' output together: one record stays small on 16k nodes
+AUDIT_MAX_GROUPS = 64  # folds (and exit-code / failure groups) in one audit record
+AUDIT_LABEL_CHARS = 1024  # of one node set (a hostlist; job ids and pods are comma-joined) or error
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -292,6 +295,15 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
     clean: list[str] = []
     node_of: dict[str, list[str]] = {}  # target -> its nodes
     values_of: dict[str, dict[str, str]] = {}
+    jobs_by_id: dict[str, SlurmJob] = {}  # built once per plan: one pass over the queue, not one per target
+    pods_by_key: dict[str, Pod] = {}
+    if snapshot is not None and action.scope == "jobs":
+        for j in reversed(snapshot.jobs):  # the first job in queue order wins, as a scan would find it
+            jobs_by_id[str(j.job_id)] = j
+            jobs_by_id[j.display_id] = j
+    elif snapshot is not None and action.scope == "pods":
+        for p in reversed(snapshot.pods):
+            pods_by_key[f"{p.namespace}/{p.name}"] = p
     for raw in targets:
         raw = raw.strip()
         if not raw:
@@ -308,7 +320,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
                     node_of[n] = [n]
                     values_of[n] = {"node": n}
         elif action.scope == "jobs":
-            job = next((j for j in (snapshot.jobs if snapshot else ()) if raw in (j.display_id, str(j.job_id))), None)
+            job = jobs_by_id.get(raw)
             if job is None:
                 errors.append(f"unknown job {clean_text(raw)!r}")
                 continue
@@ -322,8 +334,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
             node_of[job.display_id] = nodes
             values_of[job.display_id] = {"job": job.display_id, "user": job.user or ""}
         else:
-            ns, _, name = raw.partition("/")
-            pod = next((p for p in (snapshot.pods if snapshot else ()) if p.namespace == ns and p.name == name), None)
+            pod = pods_by_key.get(raw) if "/" in raw else None
             if pod is None:
                 errors.append(f"unknown pod {clean_text(raw)!r} (namespace/name)")
                 continue
@@ -629,15 +640,52 @@ class CustomRun:
                 await ssh.close()
 
 
-def audit_fields(outputs: Sequence[NodeOutput]) -> dict[str, Any]:
-    """The folded output for the audit record: 4 KB of each fold, exit codes per node, failures."""
-    return {
-        "folds": [{"nodes": label_set(f.labels), "count": len(f.labels), "output": f.text[:AUDIT_FOLD_BYTES],
-                   "truncated": len(f.text) > AUDIT_FOLD_BYTES} for f in fold(outputs)],
-        "exit_codes": {o.label: o.rc for o in outputs if o.error is None},
-        "failed": [{"nodes": label_set(labels), "count": len(labels), "error": err} for err, labels in failures(outputs)],
-        "nonzero": [{"nodes": label_set(labels), "rc": rc} for rc, labels in exit_codes(outputs)],
-    }
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
+
+
+def audit_fields(outputs: Sequence[NodeOutput], *, total_bytes: int = AUDIT_OUTPUT_BYTES,
+                 max_groups: int = AUDIT_MAX_GROUPS) -> dict[str, Any]:
+    """The folded output for the audit record, bounded whatever the number of nodes: 4 KB of each
+    fold, at most ``total_bytes`` of output and ``max_groups`` folds in all (then one marker says
+    how many folds, nodes and bytes were left out), exit codes and failures as node sets per code
+    or error (at most ``max_groups`` each, their node sets and messages cut too)."""
+    folds: list[dict[str, Any]] = []
+    left = {"folds": 0, "nodes": 0, "bytes": 0}
+    budget = total_bytes
+    for f in fold(outputs):
+        text = f.text[:AUDIT_FOLD_BYTES]
+        size = len(text.encode())
+        if left["folds"] or len(folds) >= max_groups or size > budget:  # in order: nothing after a gap
+            left["folds"] += 1
+            left["nodes"] += len(f.labels)
+            left["bytes"] += len(f.text.encode())
+            continue
+        budget -= size
+        folds.append({"nodes": _cut(label_set(f.labels), AUDIT_LABEL_CHARS), "count": len(f.labels), "output": text,
+                      "truncated": len(f.text) > AUDIT_FOLD_BYTES})
+    doc: dict[str, Any] = {"folds": folds}
+    if left["folds"]:
+        doc["folds_left_out"] = {**left, "note": f"… {left['folds']:,} more folds ({left['nodes']:,} nodes), "
+                                                 f"{left['bytes']:,} bytes left out"}
+    codes: dict[int, list[str]] = {}
+    for o in outputs:
+        if o.error is None and o.rc is not None:
+            codes.setdefault(o.rc, []).append(o.label)
+    by_code = sorted(codes.items())
+    doc["exit_codes"] = [{"rc": rc, "nodes": _cut(label_set(labels), AUDIT_LABEL_CHARS), "count": len(labels)}
+                         for rc, labels in by_code[:max_groups]]
+    failed = failures(outputs)
+    doc["failed"] = [{"nodes": _cut(label_set(labels), AUDIT_LABEL_CHARS), "count": len(labels),
+                      "error": _cut(err, AUDIT_LABEL_CHARS)} for err, labels in failed[:max_groups]]
+    nonzero = exit_codes(outputs)
+    doc["nonzero"] = [{"nodes": _cut(label_set(labels), AUDIT_LABEL_CHARS), "rc": rc}
+                      for rc, labels in nonzero[:max_groups]]
+    for key, groups in (("exit_codes", by_code), ("failed", failed), ("nonzero", nonzero)):
+        if len(groups) > max_groups:
+            rest = groups[max_groups:]
+            doc[f"{key}_left_out"] = {"groups": len(rest), "nodes": sum(len(g[1]) for g in rest)}
+    return doc
 
 
 def new_run(runtime: Runtime, name: str, targets: Sequence[str], confirmation: str | bool = False, *,

@@ -47,10 +47,11 @@ class Fold(msgspec.Struct, frozen=True, kw_only=True):
 
 def clean_output(raw: bytes, limit: int = MAX_OUTPUT_BYTES) -> str:
     """Bytes from a node → text safe for a terminal: decoded leniently, each line sanitised
-    (no ESC, no control or bidi characters), line structure kept, cut at ``limit`` bytes."""
+    (no ESC, no control or bidi characters), line structure kept, cut at ``limit`` bytes.
+    TABs become spaces to the next multiple of 8 (``ibstat`` indents with tabs)."""
     cut = len(raw) > limit
     text = raw[:limit].decode(errors="replace").replace("\r\n", "\n")
-    lines = [clean_text(line) for line in text.split("\n")]
+    lines = [clean_text(line.expandtabs(8)) for line in text.split("\n")]
     while lines and not lines[-1]:
         lines.pop()
     out = "\n".join(lines)

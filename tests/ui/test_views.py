@@ -3,6 +3,8 @@ the audit trail; and the queue's TIME/TIME_LEFT/PRIORITY columns."""
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -139,6 +141,7 @@ async def test_audit_view_rows_filter_enter_and_live(make_runtime: Callable[...,
         await _run_action(runtime, ActionKind.DRAIN_NODES, ("gpu0003", "gpu0004"), {"reason": "fan noise"})
         await app.push_screen(AuditScreen(runtime))
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the file is read in a worker thread
         screen = app.screen
         assert isinstance(screen, AuditScreen)
         assert [(e.action, e.result, e.reason) for e in screen.table.view] == [("drain", "ok", "fan noise")]
@@ -146,6 +149,7 @@ async def test_audit_view_rows_filter_enter_and_live(make_runtime: Callable[...,
         # a new record appears without reopening the view (the next snapshot or the 2 s check)
         await _run_action(runtime, ActionKind.HOLD_JOBS, ("999999",), {})
         await load(app, pilot)
+        await app.workers.wait_for_complete()
         assert [e.action for e in screen.table.view] == ["hold", "drain"]
         assert screen.table.view[0].result == "refused"  # an unknown job: the plan refuses it
         # filter: "/" then the structured syntax
@@ -165,6 +169,62 @@ async def test_audit_view_rows_filter_enter_and_live(make_runtime: Callable[...,
         assert isinstance(app.screen, AuditScreen) and len(screen.table.view) == 2
         await pilot.press("escape")
         assert app.screen is app.dashboard
+
+
+async def test_audit_view_reads_in_a_thread_and_a_hung_read_does_not_freeze_it(
+        make_runtime: Callable[..., Runtime], monkeypatch: pytest.MonkeyPatch) -> None:
+    import hpctui.ui.screens.audit as audit_screen
+
+    real = audit_screen.load_tail
+    release = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def hung(*args: object, **kw: object) -> object:  # an NFS mount that does not answer (until released)
+        threads.append(threading.current_thread())
+        release.wait(30)
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(audit_screen, "load_tail", hung)
+    runtime = make_runtime()
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        await _run_action(runtime, ActionKind.DRAIN_NODES, ("gpu0003",), {"reason": "fan noise"})
+        screen = AuditScreen(runtime)
+        await app.push_screen(screen)
+        await pilot.pause()
+        assert threads and threads[0] is not threading.main_thread()
+        # the UI answers while the read hangs: the filter opens and takes keys; checks do not pile up
+        await pilot.press("slash", *"drain")
+        await pilot.pause()
+        assert screen.query_one("#view-filter", Input).value == "drain"
+        screen.reload()
+        screen.reload()
+        assert len(threads) == 1 and screen.entries == []
+        release.set()
+        await app.workers.wait_for_complete()
+        assert [e.action for e in screen.entries] == ["drain"]
+
+
+async def test_audit_view_of_a_huge_file_shows_its_newest_records(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime()
+    audit = runtime.executor.audit
+    assert audit is not None
+    rec = {"phase": "outcome", "time": 0, "cluster": runtime.cluster, "user": "alice", "action": "drain",
+           "source": "demo", "targets": ["gpu0001"], "params": {"reason": "p" * 10_000}, "commands": [],
+           "refused": None, "results": []}
+    total = (50 << 20) // len(json.dumps(rec)) + 1  # 50 MB
+    audit.path.write_text("".join(json.dumps({**rec, "id": f"r{i}", "time": i}) + "\n" for i in range(total)))
+    app = HpcApp(runtime, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await load(app, pilot)
+        screen = AuditScreen(runtime)
+        await app.push_screen(screen)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert screen.cut and 0 < len(screen.entries) <= (4 << 20) // 10_000 + 1
+        assert screen.entries[0].id == f"r{total - 1}"  # newest first
+        assert "newest" in screen.info_text and "last 4 MB" in screen.info_text
 
 
 async def test_palette_opens_each_view(make_runtime: Callable[..., Runtime]) -> None:

@@ -4,23 +4,22 @@ Columns time, user, action, targets, result (ok / failed / interrupted / refused
 ``/`` filters with ``user:alice action:drain target:gpu0012 since:1h result:failed`` and free
 words; ``enter`` shows the full record (commands, per-target results, output truncated).
 New records appear live: the file is re-read when its size or mtime changes (checked on every
-snapshot and every 2 s).
+snapshot and every 2 s), in a worker thread, and only its newest 4 MB (a hung NFS mount or a
+big file never stalls the UI).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import asyncio
 from typing import TYPE_CHECKING
 
-import msgspec
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from hpctui.actions.audit_view import AuditEntry, AuditFilter, audit_entries, truncate
+from hpctui.actions.audit_view import TAIL_BYTES, AuditEntry, AuditFilter, load_tail, truncate
 from hpctui.actions.base import NODE_ACTIONS
 from hpctui.model.hostlist import collect
 from hpctui.ui.fmt import NA_TEXT, utc
@@ -126,6 +125,9 @@ class AuditScreen(TableViewScreen):
         self.filter = AuditFilter()
         self.read_error: str | None = None
         self._stamp: tuple[int, int] | None = None
+        self.cut = False  # older records left out (only the file's tail is read)
+        self._reading = False
+        self._again = self._force = False
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -140,30 +142,44 @@ class AuditScreen(TableViewScreen):
         self.reload()
 
     def reload(self, force: bool = False) -> None:
-        """Re-read the audit file when it changed (size, mtime); a torn last line is skipped."""
+        """Re-read the audit file when it changed (size, mtime), in a worker thread: the file may
+        be big or on NFS (a hung mount must not freeze the UI). Only its newest records are read
+        (``TAIL_BYTES``); one read at a time, and a change seen meanwhile reads again after it."""
         audit = self.runtime.executor.audit
         if audit is None:
             self.read_error = "no audit log configured"
             self._show()
             return
-        try:
-            st = Path(audit.path).stat()
-            stamp = (st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            stamp = (0, 0)
-        except OSError as exc:
-            self.read_error = f"{audit.path}: {exc.strerror or exc}"
-            self._show()
+        if self._reading:
+            self._again = True
+            self._force = self._force or force
             return
-        if stamp == self._stamp and not force:
-            return
-        self._stamp = stamp
+        self._reading = True
+        self.run_worker(self._read(str(audit.path), force), group="audit-read", exit_on_error=False)
+
+    async def _read(self, path: str, force: bool) -> None:
         try:
-            self.entries = audit_entries(_read_tolerant(audit.path), self.runtime.cluster)
-            self.read_error = None
-        except OSError as exc:
-            self.read_error = f"{audit.path}: {exc.strerror or exc}"
-        self._show()
+            while True:
+                self._again = self._force = False
+                stamp = None if force else self._stamp
+                try:
+                    got = await asyncio.to_thread(load_tail, path, self.runtime.cluster, stamp)
+                except OSError as exc:
+                    self._stamp = None  # try again on the next check
+                    self.read_error = f"{path}: {exc.strerror or exc}"
+                    self._show()
+                else:
+                    if got is not None:  # applied here, on the UI's event loop
+                        self._stamp = got.stamp
+                        self.entries = got.entries
+                        self.cut = got.cut
+                        self.read_error = None
+                        self._show()
+                if not self._again:
+                    break
+                force = self._force
+        finally:
+            self._reading = False
 
     def _show(self) -> None:
         now = self.runtime.clock()
@@ -172,6 +188,8 @@ class AuditScreen(TableViewScreen):
         parts = [f"{len(rows)} of {len(self.entries)} actions"]
         if self.path:
             parts.append(self.path)
+        if self.cut:
+            parts.append(f"newest {len(self.entries)} only (the last {TAIL_BYTES >> 20} MB of the file)")
         if self.filter.errors:
             parts.append("filter: " + "; ".join(self.filter.errors))
         if self.read_error:
@@ -187,17 +205,3 @@ class AuditScreen(TableViewScreen):
         if entry is not None:
             self.app.push_screen(AuditRecordScreen(entry))
 
-
-def _read_tolerant(path: os.PathLike[str] | str) -> list[dict[str, object]]:
-    """Every record of the file; a line that does not decode (torn by a crash) is skipped."""
-    data = Path(path).read_bytes()
-    out = []
-    for raw in data.splitlines():
-        if raw.strip():
-            try:
-                rec = msgspec.json.decode(raw)
-            except msgspec.DecodeError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-    return out
