@@ -9,7 +9,10 @@ the process group of every child still running on each exit path (see ``kill_chi
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 
 EXIT_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
@@ -25,3 +28,26 @@ def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -
             loop.remove_signal_handler(sig)
 
     return undo
+
+
+# How long a clean exit may take after an exit signal before the process ends itself: in-flight
+# actions get ACTION_GRACE_S (runtime) first; a terminal that went away can also leave Textual's
+# shutdown blocked for good (its writer queue full, nobody draining it: seen after `tmux
+# kill-server`), and a TUI that outlives its SSH session must not stay behind.
+EXIT_DEADLINE_S = 45.0  # > hpctui.runtime.ACTION_GRACE_S (30 s): actions in flight finish first
+
+
+def arm_exit_deadline(signum: int, deadline_s: float = EXIT_DEADLINE_S) -> threading.Thread:
+    """After ``deadline_s``, if the process is still here: kill our children, exit 128+signum."""
+
+    def expire() -> None:
+        time.sleep(deadline_s)
+        from hpctui.sources.slurm.runner import kill_children
+
+        kill_children()
+        os.write(2, f"hpctui: exit after signal {signum} took over {deadline_s:g}s; ending now\n".encode())
+        os._exit(128 + signum)
+
+    watchdog = threading.Thread(target=expire, name="exit-deadline", daemon=True)
+    watchdog.start()
+    return watchdog

@@ -211,3 +211,21 @@ async def test_exit_signal_lets_the_in_flight_action_finish_and_be_audited(tmp_p
     records = AuditLog(tmp_path / "audit.jsonl").read(intents=True)
     assert [r["phase"] for r in records] == ["intent", "outcome"]
     assert records[1]["results"][0]["ok"] is True
+
+
+def test_exit_deadline_ends_a_process_whose_shutdown_hangs() -> None:
+    """After an exit signal the TUI arms a deadline: if Textual's shutdown then blocks for good
+    (seen when the terminal went away: its writer queue full, nobody draining it), the process
+    still ends, with 128+signal, instead of staying behind its closed SSH session."""
+    code = ("import time\nfrom hpctui.signals import arm_exit_deadline\n"
+            "arm_exit_deadline(1, deadline_s=0.5)\ntime.sleep(120)  # a shutdown that never finishes\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == 129
+    assert b"ending now" in proc.stderr
+
+
+def test_exit_deadline_leaves_in_flight_actions_their_grace() -> None:
+    from hpctui.runtime import ACTION_GRACE_S
+    from hpctui.signals import EXIT_DEADLINE_S
+
+    assert EXIT_DEADLINE_S > ACTION_GRACE_S + 5

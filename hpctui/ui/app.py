@@ -124,6 +124,7 @@ class HpcApp(App[None]):
     def _on_exit_signal(self, signum: int) -> None:
         if self.exit_signal is None:
             self.exit_signal = signum
+            signals.arm_exit_deadline(signum)  # a shutdown that hangs (the terminal is gone) still ends
             self.exit(return_code=128 + signum)
 
     # -- data flow ------------------------------------------------------------
