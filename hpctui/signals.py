@@ -37,16 +37,17 @@ def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -
 EXIT_DEADLINE_S = 45.0  # > hpctui.runtime.ACTION_GRACE_S (30 s): actions in flight finish first
 
 
-def arm_exit_deadline(signum: int, deadline_s: float = EXIT_DEADLINE_S) -> threading.Thread:
-    """After ``deadline_s``, if the process is still here: kill our children, exit 128+signum."""
+def arm_exit_deadline(code: int, deadline_s: float = EXIT_DEADLINE_S) -> threading.Thread:
+    """After ``deadline_s``, if the process is still here: kill our children, exit with ``code``
+    (128+signal after a signal)."""
 
     def expire() -> None:
         time.sleep(deadline_s)
         from hpctui.sources.slurm.runner import kill_children
 
         kill_children()
-        os.write(2, f"hpctui: exit after signal {signum} took over {deadline_s:g}s; ending now\n".encode())
-        os._exit(128 + signum)
+        os.write(2, f"hpctui: exiting took over {deadline_s:g}s; ending now\n".encode())
+        os._exit(code)
 
     watchdog = threading.Thread(target=expire, name="exit-deadline", daemon=True)
     watchdog.start()

@@ -218,7 +218,7 @@ def test_exit_deadline_ends_a_process_whose_shutdown_hangs() -> None:
     (seen when the terminal went away: its writer queue full, nobody draining it), the process
     still ends, with 128+signal, instead of staying behind its closed SSH session."""
     code = ("import time\nfrom hpctui.signals import arm_exit_deadline\n"
-            "arm_exit_deadline(1, deadline_s=0.5)\ntime.sleep(120)  # a shutdown that never finishes\n")
+            "arm_exit_deadline(129, deadline_s=0.5)\ntime.sleep(120)  # a shutdown that never finishes\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == 129
     assert b"ending now" in proc.stderr

@@ -8,11 +8,13 @@ pushes it down into the screen. Actions come back up as ActionRequested.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from rich.markup import escape
 from textual import events
 from textual.app import App, SystemCommand
@@ -57,6 +59,7 @@ class HpcApp(App[None]):
         self._refresh_asked = False  # `r` pressed: say so when its data is drawn
         self.handle_signals = handle_signals  # SIGHUP/SIGTERM/SIGINT → a clean exit (hpctui.signals)
         self.exit_signal: int | None = None
+        self._exit_deadline: threading.Thread | None = None  # see exit()
         self.runtime = runtime
         self.wall = wall
         self.autostart = autostart
@@ -124,8 +127,15 @@ class HpcApp(App[None]):
     def _on_exit_signal(self, signum: int) -> None:
         if self.exit_signal is None:
             self.exit_signal = signum
-            signals.arm_exit_deadline(signum)  # a shutdown that hangs (the terminal is gone) still ends
             self.exit(return_code=128 + signum)
+
+    def exit(self, result: None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        """Every way out (q, a signal, the terminal going away) arms a deadline first: Textual's
+        shutdown can block for good once the terminal is gone (its writer queue full, nobody
+        draining it: seen after `tmux kill-server`), and a TUI must not outlive its session."""
+        if self._exit_deadline is None and not self.is_headless:  # (never in a test process: Pilot is headless)
+            self._exit_deadline = signals.arm_exit_deadline(return_code)
+        super().exit(result, return_code, message)
 
     # -- data flow ------------------------------------------------------------
     def _on_store_change(self) -> None:

@@ -331,3 +331,11 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
     main = threading.main_thread().name
     assert threads["levels"] and main not in threads["levels"], threads
     assert threads["ib"] and main not in threads["ib"], threads
+
+
+async def test_quitting_a_headless_app_arms_no_exit_deadline(make_runtime: Callable[..., Runtime]) -> None:
+    """The exit deadline ends the process: never armed where the app runs inside another one."""
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("q")
+    assert app._exit_deadline is None
