@@ -171,3 +171,23 @@ def test_runner_stream_feeds_pieces_and_kills_the_command_when_the_consumer_fail
         for _ in range(50):
             os.kill(pid, 0)
             asyncio.run(asyncio.sleep(0.1))
+
+
+def test_bytes_slurm_copies_raw_cost_one_character_not_the_queue() -> None:
+    """Job names with invalid UTF-8 and raw control characters (Slurm copies them byte for byte,
+    as the live hardening test submits them) read as the whole-document parse reads them."""
+    data = pretty(doc())
+    name = b'"name": "'
+    first = data.index(name, data.index(b'"jobs": [')) + len(name)
+    second = data.index(name, first) + len(name)
+    hostile = data[:first] + b"bad\xff\xfe" + data[first:second] + b"x\x1fy\x07z" + data[second:]
+    whole = parse_jobs_json(hostile)
+    for size in (50, 4096, len(hostile)):
+        reuse = JobReuse()
+        assert parse_jobs_stream(pieces(hostile, size), reuse) == whole
+        assert parse_jobs_stream(pieces(hostile, size), reuse) == whole  # and again, reused
+    names = {j.name or "" for j in whole}
+    bad = [n for n in names if n.startswith("bad\ufffd")]
+    controls = [n for n in names if n.startswith("x\ufffdy\ufffdz")]
+    assert bad
+    assert controls

@@ -164,6 +164,7 @@ class Runner:
         except Exception:  # the stream's consumer refused the output: stop the command now
             _kill_group(proc)
             await _reap(proc, KILL_WAIT_S)
+            await _drain(proc)  # the rest of its output, to EOF: its pipes close with the loop still open
             raise
         return RunResult(argv=argv, rc=proc.returncode if proc.returncode is not None else -1,
                          stdout=out, stderr=err.decode(errors="replace"),
@@ -189,6 +190,17 @@ async def _pump(proc: asyncio.subprocess.Process, feed: Callable[[bytes], None])
         return b"", await err
     finally:
         err.cancel()
+
+
+async def _drain(proc: asyncio.subprocess.Process, limit_s: float = 1.0) -> None:
+    """Read what a killed command left in its pipes (bounded): EOF closes its transport now,
+    not when it is collected after the event loop has closed."""
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                await asyncio.wait_for(stream.read(), timeout=limit_s)
+            except (TimeoutError, OSError):
+                pass
 
 
 def _kill_spawned(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:

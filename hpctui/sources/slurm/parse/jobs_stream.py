@@ -35,7 +35,7 @@ import zlib
 import msgspec
 
 from hpctui.model.jobs import SlurmJob
-from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
+from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
 from hpctui.sources.slurm.parse.jobs import (
     LIVE_JOB_STATES,
     Converter,
@@ -196,7 +196,15 @@ class JobsStream:
         try:
             decoded = _job_decoder.decode(piece)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise SlurmParseError(f"{from_msgspec('slurm jobs JSON', exc)} (in $.jobs[{index}])") from exc
+            # Slurm copies job names byte for byte: invalid UTF-8 or a raw control character
+            # costs one odd character (as in the whole-document parse), not the queue.
+            repaired = repair_json(bytes(piece))
+            try:
+                if repaired is None:
+                    raise exc
+                decoded = _job_decoder.decode(repaired)
+            except (msgspec.DecodeError, msgspec.ValidationError) as final:
+                raise SlurmParseError(f"{from_msgspec('slurm jobs JSON', final)} (in $.jobs[{index}])") from final
         before = len(self.jobs)
         self._convert.run((decoded,), self.jobs, index)
         if reuse is None:
@@ -217,7 +225,13 @@ class JobsStream:
             raise SlurmParseError("slurm jobs JSON: the document ends inside the jobs array")
         envelope = self._head + self._buf  # "[" + "]}" : the jobs array left empty
         try:
-            env = _envelope_decoder.decode(envelope)
+            try:
+                env = _envelope_decoder.decode(envelope)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                repaired = repair_json(envelope)  # odd bytes in meta/errors: as the whole parse does
+                if repaired is None:
+                    raise
+                env = _envelope_decoder.decode(repaired)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise from_msgspec("slurm jobs JSON", exc) from exc
         check_version(version_from_meta(env.meta))
