@@ -1,7 +1,8 @@
 """Merges source results into one immutable snapshot; keeps ages, errors, history.
 
-UI-free. Single-threaded by design: it is only touched from the event loop,
-so no locks and no state shared with threads.
+UI-free. One writer at a time: the poller applies small results on the event loop and
+big ones (over 1,024 nodes) in a worker thread, never two at once. Readers on the loop may
+build a view while a big result lands; such a view is served but not cached (``snapshot``).
 """
 
 from __future__ import annotations
