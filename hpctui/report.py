@@ -25,6 +25,7 @@ from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model import gpu as gpu_model
 from hpctui.model.hostlist import HostlistError, collect, expand
+from hpctui.model.jobs import jobs_by_id
 from hpctui.sanitize import clean_text
 
 REDACTED = "[redacted]"
@@ -126,10 +127,7 @@ def scope(snapshot: ClusterSnapshot, nodes_expr: str | None, jobs_expr: str | No
         if unknown:
             raise ReportError(f"--nodes: unknown node(s) {', '.join(unknown[:5])}")
     jobs = [j for j in re.split(r"[,\s]+", jobs_expr or "") if j]
-    by_id: dict[str, SlurmJob] = {}
-    for job in snapshot.jobs:
-        by_id.setdefault(job.display_id, job)
-        by_id.setdefault(str(job.job_id), job)
+    by_id = jobs_by_id(snapshot.jobs)
     for jid in jobs:
         found = by_id.get(jid)
         if found is None:

@@ -39,6 +39,7 @@ import msgspec
 from hpctui.actions.base import ActionKind, ActionPlan, ActionResult, TargetResult
 from hpctui.actions.fold import NodeOutput, clean_output, exit_codes, failures, fold, label_set, natural_key
 from hpctui.model.hostlist import HostlistError, expand
+from hpctui.model.jobs import jobs_by_id
 from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
@@ -295,12 +296,10 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
     clean: list[str] = []
     node_of: dict[str, list[str]] = {}  # target -> its nodes
     values_of: dict[str, dict[str, str]] = {}
-    jobs_by_id: dict[str, SlurmJob] = {}  # built once per plan: one pass over the queue, not one per target
+    by_id: dict[str, SlurmJob] = {}  # built once per plan: one pass over the queue, not one per target
     pods_by_key: dict[str, Pod] = {}
     if snapshot is not None and action.scope == "jobs":
-        for j in reversed(snapshot.jobs):  # the first job in queue order wins, as a scan would find it
-            jobs_by_id[str(j.job_id)] = j
-            jobs_by_id[j.display_id] = j
+        by_id = jobs_by_id(snapshot.jobs)
     elif snapshot is not None and action.scope == "pods":
         for p in reversed(snapshot.pods):
             pods_by_key[f"{p.namespace}/{p.name}"] = p
@@ -320,7 +319,7 @@ def plan_custom(action: CustomActionSettings, targets: Sequence[str], snapshot: 
                     node_of[n] = [n]
                     values_of[n] = {"node": n}
         elif action.scope == "jobs":
-            job = jobs_by_id.get(raw)
+            job = by_id.get(raw)
             if job is None:
                 errors.append(f"unknown job {clean_text(raw)!r}")
                 continue

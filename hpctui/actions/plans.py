@@ -18,10 +18,11 @@ import msgspec
 
 from hpctui.actions.base import ActionKind, ActionPlan
 from hpctui.model.hostlist import HostlistError, expand
+from hpctui.model.jobs import jobs_by_id
 
 if TYPE_CHECKING:
     from hpctui.findings import FindingsIndex
-    from hpctui.model import ClusterSnapshot, SlurmJob
+    from hpctui.model import ClusterSnapshot
     from hpctui.sources.base import ActionBackend
 
 DRAIN_IN = ("slurm", "k8s", "both")
@@ -138,10 +139,7 @@ def preview_warnings(kind: ActionKind, targets: Sequence[str], snapshot: Cluster
     """What the preview must say before the user confirms, whatever backend runs it."""
     out: list[str] = []
     if kind is ActionKind.HOLD_JOBS:
-        by_id: dict[str, SlurmJob] = {}
-        for job in snapshot.jobs:
-            by_id.setdefault(job.display_id, job)
-            by_id.setdefault(str(job.job_id), job)
+        by_id = jobs_by_id(snapshot.jobs)
         for t in targets:
             found = by_id.get(t)
             if found is not None and found.state != "PENDING":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 
 
@@ -35,6 +37,16 @@ class SlurmJob(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def display_id(self) -> str:
         return job_display_id(self.job_id, self.array_job_id, self.array_task_id, self.array_task_str)
+
+
+def jobs_by_id(jobs: Iterable[SlurmJob]) -> dict[str, SlurmJob]:
+    """Each job under its display id (``1234_7``) and its numeric id; the first in queue order
+    wins a shared key. One pass, for looking many targets up in a big queue."""
+    out: dict[str, SlurmJob] = {}
+    for job in jobs:
+        out.setdefault(job.display_id, job)
+        out.setdefault(str(job.job_id), job)
+    return out
 
 
 def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | None,
