@@ -100,7 +100,8 @@ async def test_table_100k_sort_filter_visible_only() -> None:
 
 
 def test_cell_width_fits_the_cluster_to_the_screen() -> None:
-    from hpctui.ui.widgets.heatmap import MAX_CELL_WIDTH, NodeHeatmap, node_label
+    from hpctui.ui.labels import classic_label as node_label
+    from hpctui.ui.widgets.heatmap import MAX_CELL_WIDTH, NodeHeatmap
 
     hm = NodeHeatmap(cell_width=2)
     hm.names = [f"gpu{i:04d}" for i in range(80)]

@@ -23,13 +23,14 @@ from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.keys import LAYOUT_KEYS, STACK_KEYS, bindings
+from hpctui.ui.labels import classic_label
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.footer import PinnedFooter
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap, node_label
+from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
@@ -218,7 +219,7 @@ class DashboardScreen(Screen[None]):
         return height if main_h - height >= 8 else None
 
     def _badges(self) -> dict[str, str]:
-        badges = {"node": node_label(self.selected)} if self.selected else {}
+        badges = {"node": classic_label(self.selected)} if self.selected else {}
         if self.problems_pane.nodes:
             badges["problems"] = str(len(self.problems_pane.nodes))
         return badges

@@ -71,15 +71,6 @@ MAX_CELL_WIDTH = 7
 LABEL_MIN_WIDTH = 5
 
 
-def node_label(name: str) -> str:
-    """What fits in a cell: ``gpu0007`` → ``g0007``, ``cpu01`` → ``c01`` (prefix initial + number)."""
-    stripped = name.rstrip("0123456789")
-    digits = name[len(stripped):]
-    if not digits or not stripped:
-        return name
-    return stripped[0] + digits
-
-
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
