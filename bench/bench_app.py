@@ -6,7 +6,11 @@ Usage: python bench/bench_app.py [--sizes 64 4096 16384] [--window 30] [--warmup
 For each size it starts ``python -m hpctui --demo --demo-size N`` in a private tmux
 server (200×60, truecolor), and measures:
 
-- first paint: spawn → the first non-blank screen; first data: → the node panel names a node
+- first paint: spawn → the first non-blank screen (the shell hpctui.splash draws before Textual
+  loads, where the code has one); first frame: → the first screen drawn by the app itself (no
+  splash marker on it); first data: → the node panel names a node. Each checkout's modules are
+  byte-compiled first (``compileall``), as ``pip install`` leaves them: with
+  PYTHONDONTWRITEBYTECODE set, every start would otherwise compile ~150 modules from source
 - CPU % of one core over ``--window`` seconds of idle (after ``--warmup``), from
   ``/proc/PID/stat`` (utime+stime of the whole process, all threads)
 - RSS (``VmRSS``) at the end of the idle window
@@ -38,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COLS, ROWS = 200, 60
 TICK_S = os.sysconf("SC_CLK_TCK")
+SPLASH_MARKER = "loading…"  # hpctui.splash.MARKER (not imported: --compare runs older checkouts too)
 NODE_TITLE = re.compile(r"Node ([A-Za-z][\w.-]*)")
 
 
@@ -46,6 +51,7 @@ class Result:
     size: int
     label: str = ""
     first_paint_s: float | None = None
+    first_frame_s: float | None = None
     first_data_s: float | None = None
     cpu_pct: float | None = None
     rss_mb: float | None = None
@@ -163,6 +169,8 @@ def run_size(size: int, args: argparse.Namespace, src: Path | None = None, label
             now = time.perf_counter() - t0
             if res.first_paint_s is None and screen.strip():
                 res.first_paint_s = now
+            if res.first_frame_s is None and screen.strip() and SPLASH_MARKER not in screen:
+                res.first_frame_s = now
             if _node(screen):
                 res.first_data_s = now
                 break
@@ -220,14 +228,14 @@ def table(results: list[Result], args: argparse.Namespace) -> str:
         f"tmux {COLS}×{ROWS}, idle window {args.window:.0f} s after {args.warmup:.0f} s, "
         f"{args.presses} Right + {args.tabs} Tab presses, {os.cpu_count()} CPUs, python {sys.version.split()[0]}",
         "",
-        "| nodes | code | first paint ms | first data ms | CPU % core | sim % core (ms/tick) | app % core | RSS MB (sim alone) "
+        "| nodes | code | first paint ms | first frame ms | first data ms | CPU % core | sim % core (ms/tick) | app % core | RSS MB (sim alone) "
         "| bytes/s idle | Right p50/p90/max ms | Tab p50/p90/max ms | load 1/5/15 before → after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         app = None if r.cpu_pct is None or r.sim_pct is None else max(0.0, r.cpu_pct - r.sim_pct)
         lines.append(
-            f"| {r.size:,} | {r.label or 'this'} | {_ms(r.first_paint_s)} | {_ms(r.first_data_s)} | {r.cpu_pct:.1f} "
+            f"| {r.size:,} | {r.label or 'this'} | {_ms(r.first_paint_s)} | {_ms(r.first_frame_s)} | {_ms(r.first_data_s)} | {r.cpu_pct:.1f} "
             f"| {r.sim_pct:.1f} ({r.sim_tick_ms:.0f}) | {app:.1f} | {r.rss_mb:.0f} ({r.sim_rss_mb:.0f}) "
             f"| {r.bytes_per_s:,.0f} "
             f"| {_lat(r.arrow, r.arrow_timeouts)} | {_lat(r.tab, r.tab_timeouts)} | {r.load} |"
@@ -250,6 +258,10 @@ def main(argv: list[str]) -> None:
     args = p.parse_args(argv)
     if shutil.which("tmux") is None:
         sys.exit("bench_app: tmux is needed (apt-get install tmux)")
+    for tree in (ROOT, args.compare):  # as installed: byte-compiled (see the module's docstring)
+        if tree is not None:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tree) / "hpctui")],
+                           check=False, capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE=""))
     results = []
     for size in args.sizes:
         sim = sim_cost(size)

@@ -223,6 +223,24 @@ def run_report(argv: Sequence[str]) -> int:
 
 def run_app(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
+    from hpctui import splash  # standard library only: the shell is on screen before Textual loads
+
+    splash.paint(clean_text(args.cluster or ("demo" if args.demo else "hpctui")))
+    try:
+        return _run_app(args)
+    finally:
+        splash.close()  # a way out before Textual took over the screen (then Textual leaves it)
+
+
+def _usage_error(message: str) -> int:
+    from hpctui import splash
+
+    splash.close()  # the message must land on the normal screen, not the shell that goes away
+    sys.stderr.write(f"hpctui: {message}\n")
+    return EXIT_USAGE
+
+
+def _run_app(args: argparse.Namespace) -> int:
     read_only = bool(args.read_only or args.wall) or None
     from hpctui.ui.keys import CustomKeyError, custom_key_specs
     from hpctui.ui.themes import ThemeError, load_themes  # outside the try: a failed import is not a ThemeError
@@ -234,16 +252,11 @@ def run_app(argv: Sequence[str]) -> int:
         if theme_errors:  # a broken theme file is a configuration error, not something to guess around
             raise ThemeError(theme_errors[0])
         custom_key_specs(runtime.custom_actions)  # a custom action's key taken on its pane: a config error
-    except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
-        return EXIT_USAGE
-    except (ThemeError, CustomKeyError) as exc:
-        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
-        return EXIT_USAGE
+    except (ConfigError, ThemeError, CustomKeyError) as exc:
+        return _usage_error(one_line(str(exc)))
     theme = args.theme or ("wall" if args.wall else runtime.theme)  # --wall means the wall theme
     if theme not in themes:
-        sys.stderr.write(f"hpctui: unknown theme {theme!r} (available: {', '.join(sorted(themes))})\n")
-        return EXIT_USAGE
+        return _usage_error(f"unknown theme {theme!r} (available: {', '.join(sorted(themes))})")
     from hpctui.clusters import ClusterSet
     from hpctui.ui.app import HpcApp
     from hpctui.ui.keymap import check_keymap
@@ -252,10 +265,13 @@ def run_app(argv: Sequence[str]) -> int:
     try:  # [keymap]: unknown ids and bad keys are config errors, before the screen opens
         keymap = check_keymap(config.keymap, str(args.config or default_config_path())) if config else {}
     except ConfigError as exc:
-        sys.stderr.write(f"hpctui: {one_line(str(exc))}\n")
-        return EXIT_USAGE
+        return _usage_error(one_line(str(exc)))
     clusters = ClusterSet.from_config(config, read_only=read_only, theme=args.theme) if config else None
-    app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True, keymap=keymap, clusters=clusters)
+    app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True, keymap=keymap, clusters=clusters,
+                 freeze_gc=True)
+    from hpctui import gc_tuning
+
+    gc_tuning.tune()
     try:
         app.run()
     finally:

@@ -16,6 +16,7 @@ from hpctui.store import Store
 
 MAX_BACKOFF_S = 60.0
 PREPARE_IN_THREAD_ABOVE = 1024  # nodes: bigger results are merged, joined and derived off the loop
+FIRST_POLL_WAIT_S = 1.0  # the longest the first polls wait for the UI's first frame
 
 
 def result_size(result: SourceResult) -> int:
@@ -118,8 +119,13 @@ class Poller:
     async def poll_all_once(self) -> None:
         await asyncio.gather(*(self.poll_once(s) for s in self.sources))
 
-    async def _loop(self, source: Source) -> None:
+    async def _loop(self, source: Source, after: asyncio.Event | None = None) -> None:
         wake = self._wake[source.name]
+        if after is not None:  # the UI's first frame: drawn before a big first collect competes for the GIL
+            try:
+                await asyncio.wait_for(after.wait(), timeout=FIRST_POLL_WAIT_S)
+            except TimeoutError:
+                pass
         while True:
             await self.poll_once(source)
             errors = self.store.health()[source.name].consecutive_errors
@@ -129,10 +135,12 @@ class Poller:
             except TimeoutError:
                 pass
 
-    def start(self) -> None:
+    def start(self, after: asyncio.Event | None = None) -> None:
+        """One polling task per source; ``after``: the first polls wait for it (at most
+        FIRST_POLL_WAIT_S). The tasks exist at once either way, so ``stop`` always finds them."""
         for source in self.sources:
             self._wake[source.name] = asyncio.Event()
-            self._tasks.append(asyncio.create_task(self._loop(source), name=f"poll:{source.name}"))
+            self._tasks.append(asyncio.create_task(self._loop(source, after), name=f"poll:{source.name}"))
 
     @property
     def running(self) -> bool:

@@ -67,6 +67,9 @@ class Runtime:
                                        settings=actions, findings=self.findings)
         self._actions: set[asyncio.Task[ActionResult]] = set()
         self.heatmap = HeatmapSettings()  # [heatmap] of the config: grouping, racks, palette
+        # The first collect is CPU work in this process (a big demo cluster), not waiting on a
+        # daemon: the UI draws its first frame before it starts (HpcApp.on_mount).
+        self.first_collect_heavy = False
         self.secrets: tuple[str, ...] = ()  # config values (tokens, passwords, key paths) reports must redact
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
         self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
@@ -126,9 +129,9 @@ class Runtime:
         self.findings(snapshot)
         workload_index(snapshot)
 
-    def start(self, on_change: Callable[[], None] | None = None) -> None:
+    def start(self, on_change: Callable[[], None] | None = None, after: asyncio.Event | None = None) -> None:
         self.poller.on_change = on_change
-        self.poller.start()
+        self.poller.start(after)
 
     async def collect_once(self) -> None:
         await self.poller.poll_all_once()
@@ -183,6 +186,9 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     return runtime
 
 
+HEAVY_DEMO_NODES = 1024  # a bigger simulator takes ~0.3 s and more to build: after the first frame
+
+
 def demo_runtime(size: int = 64, seed: int = 0, *, clock: Callable[[], float] = time.time,
                  start_time: float | None = None, read_only: bool = False, audit_path: Path | None = None,
                  thresholds: Thresholds | None = None, theme: str = "dark", interval_s: float = 2.0) -> Runtime:
@@ -190,5 +196,7 @@ def demo_runtime(size: int = 64, seed: int = 0, *, clock: Callable[[], float] = 
     from hpctui.sources.demo import DemoSource
 
     source = DemoSource(size=size, seed=seed, interval_s=interval_s, clock=clock, start_time=start_time)
-    return Runtime("demo", [source], thresholds=thresholds, read_only=read_only, audit_path=audit_path,
-                   clock=clock, theme=theme)
+    runtime = Runtime("demo", [source], thresholds=thresholds, read_only=read_only, audit_path=audit_path,
+                      clock=clock, theme=theme)
+    runtime.first_collect_heavy = size > HEAVY_DEMO_NODES
+    return runtime

@@ -28,7 +28,7 @@ THERMAL_THROTTLE = ThrottleReason.SW_THERMAL_SLOWDOWN | ThrottleReason.HW_THERMA
 HARMFUL_THROTTLE = THERMAL_THROTTLE | ThrottleReason.HW_SLOWDOWN | ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
 
 
-class XidEvent(msgspec.Struct, frozen=True, kw_only=True):
+class XidEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One ``NVRM: Xid`` kernel log line, parsed."""
 
     time: float
@@ -91,7 +91,7 @@ XID_ACTION: dict[int, str] = {
 }
 
 
-class MigInstance(msgspec.Struct, frozen=True, kw_only=True):
+class MigInstance(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One MIG GPU instance (with its compute instance) on a MIG-enabled GPU."""
 
     gi_id: int
@@ -103,7 +103,7 @@ class MigInstance(msgspec.Struct, frozen=True, kw_only=True):
     engine_active: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0..1
 
 
-class Gpu(msgspec.Struct, frozen=True, kw_only=True):
+class Gpu(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One physical GPU. ``None`` means not available, never zero."""
 
     node: str

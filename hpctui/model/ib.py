@@ -15,7 +15,7 @@ LINK_ERROR_COUNTERS = (
 )
 
 
-class IbPort(msgspec.Struct, frozen=True, kw_only=True):
+class IbPort(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     node: str
     device: str  # mlx5_0
     port: int

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import msgspec
 
 
-class SlurmJob(msgspec.Struct, frozen=True, kw_only=True):
+class SlurmJob(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     job_id: int
     array_job_id: int | None = None
     array_task_id: int | None = None
@@ -59,7 +59,7 @@ def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | N
     return str(job_id)
 
 
-class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True):
+class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A batch-scheduler object, when its CRDs exist: Kueue Workload / ClusterQueue / LocalQueue,
     Volcano PodGroup / Queue. ``state`` is the scheduler's word (Pending, Admitted, Inqueue, Open, ...);
     ``message`` says why something waits."""
@@ -75,7 +75,7 @@ class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True):
     admitted: int | None = None  # queues: admitted (Kueue) or running (Volcano)
 
 
-class Pod(msgspec.Struct, frozen=True, kw_only=True):
+class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     namespace: str
     name: str
     node: str | None = None  # K8s node name, None while unscheduled

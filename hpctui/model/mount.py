@@ -17,7 +17,7 @@ class MountState(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-class Mount(msgspec.Struct, frozen=True, kw_only=True):
+class Mount(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     node: str
     target: str
     fstype: str

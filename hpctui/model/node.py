@@ -13,7 +13,7 @@ SLURM_BASE_STATES = frozenset(
 )
 
 
-class SlurmNodeInfo(msgspec.Struct, frozen=True, kw_only=True):
+class SlurmNodeInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Slurm's view of a node. ``flags`` are upper-case names such as DRAIN,
     NOT_RESPONDING, COMPLETING, FAIL, MAINTENANCE, REBOOT_REQUESTED, POWERED_DOWN."""
 
@@ -53,14 +53,14 @@ def slurm_display_state(base_state: str, flags: frozenset[str]) -> str:
     return "+".join([main, *extra])
 
 
-class Taint(msgspec.Struct, frozen=True, kw_only=True):
+class Taint(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     key: str
     effect: str
     value: str | None = None
     time_added: float | None = None  # spec.taints[].timeAdded (Kubernetes sets it for NoExecute taints)
 
 
-class K8sNodeInfo(msgspec.Struct, frozen=True, kw_only=True):
+class K8sNodeInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Kubernetes' view of a node."""
 
     name: str
@@ -89,7 +89,7 @@ class K8sNodeInfo(msgspec.Struct, frozen=True, kw_only=True):
         return self.conditions.get("Ready", "Unknown")
 
 
-class Node(msgspec.Struct, frozen=True, kw_only=True):
+class Node(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A machine, joined across sources by its (Slurm) name."""
 
     name: str

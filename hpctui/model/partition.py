@@ -11,7 +11,7 @@ import msgspec
 PARTITION_STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
 
 
-class SlurmPartition(msgspec.Struct, frozen=True, kw_only=True):
+class SlurmPartition(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     name: str
     state: str | None = None  # UP, DOWN, DRAIN, INACTIVE
     default: bool | None = None  # the cluster's default partition (sinfo marks it with "*")

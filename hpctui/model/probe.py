@@ -11,7 +11,7 @@ import enum
 import msgspec
 
 
-class NvLink(msgspec.Struct, frozen=True, kw_only=True):
+class NvLink(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One NVLink of one GPU (``nvidia-smi nvlink -s`` / ``-e``, or DCGM NVLink fields)."""
 
     link: int
@@ -23,7 +23,7 @@ class NvLink(msgspec.Struct, frozen=True, kw_only=True):
     deltas: dict[str, int] = msgspec.field(default_factory=dict)  # counter -> rise since previous read
 
 
-class GpuProcess(msgspec.Struct, frozen=True, kw_only=True):
+class GpuProcess(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A compute process on a GPU, with who owns it (nvitop's per-GPU process list)."""
 
     pid: int | None = None  # None: attributed by labels (dcgm-exporter pod/namespace), no process id known
@@ -46,7 +46,7 @@ class ServiceStatus(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-class ServiceState(msgspec.Struct, frozen=True, kw_only=True):
+class ServiceState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One system service on a node (nvidia-fabricmanager, slurmd, kubelet, ...)."""
 
     node: str
@@ -55,7 +55,7 @@ class ServiceState(msgspec.Struct, frozen=True, kw_only=True):
     detail: str | None = None  # last journal lines of a failed unit, sanitised
 
 
-class NodeResources(msgspec.Struct, frozen=True, kw_only=True):
+class NodeResources(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Host resources of one node, from /proc and /sys (or node_exporter)."""
 
     node: str
@@ -80,7 +80,7 @@ class NodeResources(msgspec.Struct, frozen=True, kw_only=True):
         return 100.0 * (self.mem_total_mib - self.mem_available_mib) / self.mem_total_mib
 
 
-class ProbeStatus(msgspec.Struct, frozen=True, kw_only=True):
+class ProbeStatus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How reaching one node went: reachable or not, why, and when it will be tried again."""
 
     node: str

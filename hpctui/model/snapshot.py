@@ -39,7 +39,7 @@ class Part(enum.StrEnum):
     PARTITIONS = "partitions"
 
 
-class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True):
+class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Scheduler controller health (Slurm sdiag / ping)."""
 
     reachable: bool
@@ -52,7 +52,7 @@ class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True):
     detail: str | None = None
 
 
-class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
+class SourceHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What the status line shows per source: is it fresh, and if not, why."""
 
     name: str
@@ -74,7 +74,7 @@ class SourceHealth(msgspec.Struct, frozen=True, kw_only=True):
         return self.last_error is None and self.last_success is not None
 
 
-class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
+class SourceResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One collection from one source. ``None`` parts are "not provided by me",
     an empty tuple/dict means "provided, and there are none"."""
 
@@ -105,7 +105,7 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True):
         return [p for p in Part if getattr(self, p.value) is not None]
 
 
-class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Immutable, fully joined view of one cluster. Node keys are Slurm names
     (or K8s names mapped to them); GPU/IB/mount maps are keyed by node name."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from rich.markup import escape
 from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -31,6 +33,7 @@ from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailReq
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
 from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
+from hpctui.ui.widgets.borders import framed_pane, move_focus_frame
 
 if TYPE_CHECKING:
     from hpctui.clusters import ClusterSet
@@ -52,8 +55,9 @@ class HpcApp(App[None]):
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
                  autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
-                 clusters: ClusterSet | None = None) -> None:
+                 clusters: ClusterSet | None = None, freeze_gc: bool = False) -> None:
         super().__init__()
+        self.freeze_gc = freeze_gc  # the installed command: hpctui.gc_tuning once the first data is drawn
         self.keymap = dict(keymap or {})  # binding id -> keys, checked (hpctui.ui.keymap.check_keymap)
         self.clusters = clusters  # the configured clusters `:cluster NAME` switches between
         self._refresh_asked = False  # `r` pressed: say so when its data is drawn
@@ -75,10 +79,22 @@ class HpcApp(App[None]):
         self._pending = False
         self._clock: Timer | None = None
         self._held_keys: list[events.Key] | None = None  # see hold_keys
+        self._framed: weakref.WeakKeyDictionary[Screen[object], Widget | None] = weakref.WeakKeyDictionary()
         self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
         self.custom_key_error = self._bind_custom_keys()
         if wall:
             self.use_command_palette = False  # the palette lists actions and views: not on a wall
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver; over the shell the command line drew (hpctui.splash), one that
+        takes that screen over without switching (and so clearing) it again."""
+        driver: type[Driver] = super().get_driver_class()
+        from hpctui import splash
+
+        if splash.showing() and driver.__name__ == "LinuxDriver":
+            over: type[Driver] = splash.over_splash(driver)
+            return over
+        return driver
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Our variables for themes that do not define them (Textual's built-in ones)."""
@@ -111,13 +127,19 @@ class HpcApp(App[None]):
         if self.autostart:
             # Started here, not deferred past the first paint: a runtime started from a later
             # callback left the app deaf to SIGHUP while a collect hung (test_hardening_signals).
-            # The first frame stays cheap: the first collect runs in a worker thread.
-            self._start_runtime()
+            # A heavy first collect (the demo's simulator at 4k nodes, ~1 s in a thread) waits
+            # for the first frame: it would otherwise halve the speed of drawing it, through
+            # the GIL. Collects that wait on daemons start at once, alongside the drawing.
+            painted: asyncio.Event | None = None
+            if self.runtime.first_collect_heavy:
+                painted = asyncio.Event()
+                self.dashboard.call_after_refresh(painted.set)  # queued on the screen: after its first refresh
+            self._start_runtime(painted)
 
-    def _start_runtime(self) -> None:
+    def _start_runtime(self, after: asyncio.Event | None = None) -> None:
         if self.shutting_down:
             return
-        self.runtime.start(self._on_store_change)
+        self.runtime.start(self._on_store_change, after)
         self._clock = self.set_interval(1.0, self.dashboard.update_status)
         self._on_store_change()
 
@@ -173,6 +195,11 @@ class HpcApp(App[None]):
         snapshot = store.snapshot()
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
             self.dashboard.update_snapshot(snapshot)
+        if self.freeze_gc and snapshot.nodes:
+            from hpctui import gc_tuning
+
+            self.freeze_gc = False
+            self.call_after_refresh(gc_tuning.freeze_startup)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
             update = getattr(screen, "update_snapshot", None)
             if screen is not self.dashboard and callable(update):
@@ -268,6 +295,23 @@ class HpcApp(App[None]):
                 focused.insert_text_at_cursor(event.character)
                 return
         await super().on_event(event)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._follow_focus(event.widget)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self._follow_focus(event.widget)
+
+    def _follow_focus(self, widget: Widget) -> None:
+        """The focused pane's border (borders.move_focus_frame), per screen."""
+        screen = widget.screen if widget.is_attached else None
+        if screen is None:
+            return
+        new = framed_pane(screen.focused)
+        old = self._framed.get(screen)
+        if old is not new:
+            move_focus_frame(old, new)
+            self._framed[screen] = new
 
     def action_export_report(self) -> None:
         """Incident report (md/json/html + an SVG of the screen) for the marked nodes or the cursor node."""

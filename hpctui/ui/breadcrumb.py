@@ -54,6 +54,8 @@ class Breadcrumb(Static):
         self.parts: list[str] = []
 
     def show_parts(self, parts: list[str], root: bool) -> None:
+        if parts == self.parts and root == self.has_class("-root"):
+            return  # focus moved within a level: nothing to redraw
         self.parts = parts
-        self.set_class(root, "-root")
-        self.update(SEP.join(parts))
+        self.set_class(root, "-root")  # shown or hidden: this relayouts, when it changes
+        self.update(SEP.join(parts), layout=False)  # one line, as wide as the screen

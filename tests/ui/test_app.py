@@ -6,13 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from uikit import FIXED, Clock, load
 
 from hpctui.actions.base import ActionKind
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
+from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
@@ -32,7 +33,7 @@ async def test_starts_and_shows_every_pane(make_runtime: Callable[..., Runtime])
         for selector in PANES:
             widget = app.screen.query_one(selector)
             assert widget.region.width > 0 and widget.region.height > 0, selector
-        assert app.screen.query_one(Footer)
+        assert app.screen.query_one(KeyBar)
         heatmap = app.screen.query_one(NodeHeatmap)
         assert len(heatmap.names) == len(app.runtime.store.snapshot().nodes)
         assert app.screen.query_one("#queue", QueueTable).view, "queue has rows"

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import pytest
 from textual.color import Color
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
 from uikit import load
 
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.dashboard import TAB_SLOTS, fit_top
+from hpctui.ui.widgets.footer import KeyBar, KeyEntry
 from hpctui.ui.widgets.heatmap import LABEL_MIN_WIDTH
 from hpctui.ui.widgets.tabbar import TAB_NAMES, TABS, TabBar
 from hpctui.ui.widgets.vtable import Column, Fit, fit_columns
@@ -22,18 +22,18 @@ from hpctui.ui.widgets.vtable import Column, Fit, fit_columns
 MakeRuntime = Callable[..., Runtime]
 
 
-def footer_keys(app: HpcApp) -> list[FooterKey]:
-    return [k for k in app.screen.query(FooterKey) if "-command-palette" not in k.classes]
+def footer_keys(app: HpcApp) -> list[KeyEntry]:
+    return [k for k in app.screen.query_one(KeyBar).entries if not k.palette]
 
 
 def assert_help_and_quit_visible(app: HpcApp, width: int) -> None:
     keys = footer_keys(app)
     actions = [k.action for k in keys]
     assert actions[:2] == ["help", "quit"], actions
-    palette = [k for k in app.screen.query(FooterKey) if "-command-palette" in k.classes]
-    right = palette[0].region.x if palette else width
+    palette = [k for k in app.screen.query_one(KeyBar).entries if k.palette]
+    right = palette[0].start if palette else width
     for key in keys[:2]:
-        assert key.region.width > 0 and key.region.right <= right, (key.action, key.region)
+        assert key.end > key.start and key.end <= right, (key.action, key.start, key.end)
 
 
 # -- narrow: tabs ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.color import Color
-from textual.widgets import ContentSwitcher, Digits, Footer
+from textual.widgets import ContentSwitcher, Digits
 from uikit import Clock, load
 from wallsoak import growth_after_warmup, soak
 
@@ -20,6 +20,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.wall import WallScreen, wall_counts
 from hpctui.ui.wall_settings import WallSettings
+from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
 
@@ -40,7 +41,7 @@ async def test_wall_is_its_own_screen_in_the_wall_theme(make_runtime: Callable[.
         wall = wall_of(app)
         assert app.theme == "wall"
         assert wall.styles.background == Color.parse("#000000")  # themes/wall.toml's background, really applied
-        assert not wall.query(Footer), "no footer: nothing actionable to show"
+        assert not wall.query(KeyBar), "no footer: nothing actionable to show"
         heatmap = wall.query_one(NodeHeatmap)
         assert heatmap.cell_width >= 4 and heatmap.names
         assert "WALL" in str(wall.query_one(StatusLine).render())

@@ -17,12 +17,13 @@ from textual.binding import Binding
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from hpctui.gpu_history import GPU_METRICS, GPU_TITLES, GPU_UNITS, IB_UNITS, Series
 from hpctui.model import ClusterSnapshot
 from hpctui.runtime import Runtime
+from hpctui.ui.widgets.footer import KeyBar
 
 WINDOWS = (300.0, 3600.0)  # seconds: 5 min, 1 h
 WINDOW_TEXT = {300.0: "5 min", 3600.0: "1 h"}
@@ -108,7 +109,7 @@ class ChartsScreen(Screen[None]):
                 with Vertical(classes="chart"):
                     yield plot
                     yield Static("", id=f"legend-{key}", classes="legend", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         store = self.runtime.store

@@ -19,12 +19,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
 from hpctui.actions.fold import NO_OUTPUT, NodeOutput, exit_codes, failures, fold, label_set, summary
 from hpctui.sanitize import clean_text
 from hpctui.ui.keys import custom_key_specs
+from hpctui.ui.widgets.footer import KeyBar
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
@@ -213,7 +214,7 @@ class CustomResultScreen(Screen[None]):
         yield Static("", id="custom-head", markup=False)
         with VerticalScroll(id="custom-body"):
             yield Static("", id="custom-output")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         if self.run.task is None and self.run.result is None:

@@ -15,7 +15,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.dom import DOMNode
+from textual.reactive import Reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
 from hpctui.model import ClusterSnapshot, Part, Pod
@@ -28,7 +30,7 @@ from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
-from hpctui.ui.widgets.footer import PinnedFooter
+from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
@@ -109,6 +111,10 @@ class DashboardScreen(Screen[None]):
     # enter on an IB, mount or pod row selects its node (tables without an enter of their own)
     BINDINGS = [Binding("enter", "select_row_node", "Select node", show=False), *bindings(STACK_KEYS),
                 *bindings(LAYOUT_KEYS)]
+    # Textual's Screen repaints the whole screen when focus moves (focused is a repainting
+    # reactive): every cell resent, ~10 KB and 30 ms per tab. What focus changes here repaints
+    # itself: the pane borders (move_focus_frame), the tables' cursor (VTable.on_focus/on_blur).
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
@@ -169,7 +175,7 @@ class DashboardScreen(Screen[None]):
             with Horizontal(id="bottom", classes="row"):
                 yield self.ib_pane
                 yield self.mounts_pane
-        yield PinnedFooter()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.heatmap.focus()
@@ -197,10 +203,13 @@ class DashboardScreen(Screen[None]):
         if heat_height != self._heat_height:  # runs on every snapshot: restyle only on change
             self._heat_height = heat_height
             self.query_one(HeatmapPane).styles.height = heat_height
+        # Only the narrow CSS reads -current; when wide, keep the classes true but skip the
+        # restyle (it walks every row's whole subtree: ~40 ms a focus change). Turning narrow
+        # restyles the whole screen (the -narrow breakpoint class) with these classes in place.
         for rid in ("top", "middle", "bottom"):
-            self.query_one(f"#{rid}").set_class(rid == row_id, "-current")
+            self.query_one(f"#{rid}").set_class(rid == row_id, "-current", update=narrow)
         for wid in ("heatmap-pane", "gpu-panel", "views", "pods-pane", "ib-pane", "mounts-pane"):
-            self.query_one(f"#{wid}").set_class(wid in shown, "-current")
+            self.query_one(f"#{wid}").set_class(wid in shown, "-current", update=narrow)
         if self.gpu_panel.gpus_first != narrow:
             self.gpu_panel.gpus_first = narrow
             self.gpu_panel.redraw()

@@ -15,13 +15,13 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from hpctui.correlate import workload_index
 from hpctui.findings import findings_for
 from hpctui.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Gpu, Severity
 from hpctui.runtime import Runtime
+from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.tables import SEVERITY_VAR
 from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
@@ -177,7 +177,7 @@ class GpusScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield self.pane
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.update_snapshot(self.runtime.store.snapshot())

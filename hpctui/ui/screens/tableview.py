@@ -14,8 +14,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
+from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.vtable import VirtualTable
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class TableViewScreen(Screen[None]):
         yield Static("", id="view-info", markup=False)
         yield Input(placeholder=self.filter_placeholder, id="view-filter")
         yield self.table
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.table.focus()

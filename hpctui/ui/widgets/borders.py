@@ -33,3 +33,36 @@ def set_border_text(widget: Widget, text: str | Content, *, subtitle: bool = Fal
     offset = widget.content_offset
     y = size.height - 1 if subtitle else 0
     widget.refresh(Region(-offset.x, y - offset.y, size.width, 1))
+
+
+FOCUS_FRAME = "-focus-within"  # the class app.tcss styles (instead of Textual's :focus-within)
+FRAMED_IDS = frozenset({"heatmap-pane", "gpu-panel"})
+
+
+def framed_pane(widget: Widget | None) -> Widget | None:
+    """The pane whose border shows that ``widget`` (or one of its children) has focus."""
+    from hpctui.ui.widgets.panes import TablePane  # panes imports this module
+
+    node = widget
+    while node is not None and isinstance(node, Widget):
+        if node.id in FRAMED_IDS or isinstance(node, TablePane):
+            return node
+        node = node.parent  # type: ignore[assignment]
+    return None
+
+
+def move_focus_frame(old: Widget | None, new: Widget | None) -> None:
+    """Move the focused-pane border from ``old`` to ``new``, restyling only those two nodes.
+
+    Why not ``:focus-within``: Textual restyles the whole subtree of such a pane on every focus
+    change (a table's rows, the node panel's every line), which made ``tab`` cost ~50 ms; the
+    border is the pane's own style, so the pane alone needs restyling."""
+    if old is new:
+        return
+    changed = []
+    for pane, on in ((old, False), (new, True)):
+        if pane is not None and pane.is_attached:
+            pane.set_class(on, FOCUS_FRAME, update=False)
+            changed.append(pane)
+    if changed:
+        changed[0].app.stylesheet.update_nodes(changed, animate=False)

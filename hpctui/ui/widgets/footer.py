@@ -1,26 +1,165 @@
-"""The dashboard footer: htop's rule, the essential keys (``?`` help, ``q`` quit) come first,
-so they are on screen at every width and with any pane focused."""
+"""The key bar at the bottom of a screen: the keys of whatever has focus, one line.
+
+htop's rule: the essential keys (``?`` help, ``q`` quit) come first, so they are on screen at
+every width and with any pane focused.
+
+Why not Textual's ``Footer``: it recomposes on every focus change, mounting a widget per key
+(~30 here), which costs 50–100 ms per ``tab`` and repaints the whole screen. This bar is one
+widget that renders one line, and repaints only when the keys it shows actually change.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.screen import Screen
+from textual.widget import Widget
 
 PINNED = ("help", "quit")  # actions shown first, in this order
+DIM = Style(dim=True)
 
 
-class PinnedFooter(Footer):
-    """Textual's Footer with the pinned actions moved to the front (a narrow footer cuts the end)."""
+@dataclass(frozen=True)
+class KeyEntry:
+    """One key as the bar shows it, with the columns it occupies (for clicks and tests)."""
 
-    def compose(self) -> ComposeResult:
-        keys = list(super().compose())
+    key: str            # the key to simulate on click
+    display: str        # how the key is written ("^p", "tab", "?")
+    description: str
+    action: str
+    enabled: bool = True
+    palette: bool = False  # the command palette's key, kept at the right edge
+    start: int = 0
+    end: int = 0
 
-        def rank(widget: object) -> int:
-            action = getattr(widget, "action", None)
-            if isinstance(widget, FooterKey) and action in PINNED:
-                return PINNED.index(action)
-            return len(PINNED)
 
-        keys.sort(key=rank)  # stable: everything else keeps Textual's order
-        yield from keys
+def _rank(entry: KeyEntry) -> int:
+    return PINNED.index(entry.action) if entry.action in PINNED else len(PINNED)
+
+
+class KeyBar(Widget, can_focus=False):
+    """The keys of the focused widget and its screen, like Textual's Footer, in one widget."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"keybar--key", "keybar--description"}
+    DEFAULT_CSS = """
+    KeyBar {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        color: $footer-foreground;
+        background: $footer-background;
+        & > .keybar--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .keybar--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._entries: tuple[KeyEntry, ...] = ()
+        self._placed: tuple[KeyEntry, ...] = ()
+
+    # -- what to show ---------------------------------------------------------
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._bindings_changed(self.screen)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        if not self.is_attached or screen is not self.screen:
+            return
+        entries = self._collect()
+        if entries != self._entries:  # a focus change within one pane shows the same keys: no repaint
+            self._entries = entries
+            self.refresh()
+
+    def _collect(self) -> tuple[KeyEntry, ...]:
+        app = self.app
+        active = self.screen.active_bindings
+        seen: set[str] = set()
+        keys: list[KeyEntry] = []
+        for _node, binding, enabled, _tooltip in active.values():
+            if not binding.show or binding.action in seen:
+                continue  # one entry per action, as Textual's Footer shows them
+            seen.add(binding.action)
+            keys.append(KeyEntry(binding.key, app.get_key_display(binding), binding.description,
+                                 binding.action, enabled))
+        keys.sort(key=_rank)  # stable: everything else keeps the bindings' order
+        palette = active.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
+        if palette is not None:
+            _node, binding, enabled, _tooltip = palette
+            keys.append(KeyEntry(binding.key, app.get_key_display(binding), binding.description,
+                                 binding.action, enabled, palette=True))
+        return tuple(keys)
+
+    @property
+    def entries(self) -> tuple[KeyEntry, ...]:
+        """The keys as last drawn, with the columns each occupies (empty ranges: cut off)."""
+        return self._placed
+
+    # -- drawing ---------------------------------------------------------------
+    def render(self) -> Text:
+        width = self.size.width
+        key_style = self.get_component_rich_style("keybar--key")
+        desc_style = self.get_component_rich_style("keybar--description")
+        palette = [e for e in self._entries if e.palette]
+        right = Text()
+        if palette:
+            e = palette[0]
+            right.append("▏", style="dim")
+            right.append(e.display, style=key_style)
+            right.append(f" {e.description} ", style=desc_style)
+        room = max(0, width - right.cell_len)
+        line = Text(no_wrap=True, overflow="crop", end="")
+        placed: list[KeyEntry] = []
+        for e in self._entries:
+            if e.palette:
+                continue
+            start = line.cell_len
+            key_text, desc_text = f" {e.display} ", f"{e.description} " if e.description else ""
+            if start + cell_len(key_text) + cell_len(desc_text) > room:  # a key is shown whole or not at all
+                placed.append(_placed(e, start, start))
+                room = start  # and nothing after it: the order is the priority
+                continue
+            dim = None if e.enabled else DIM
+            line.append(key_text, style=key_style + dim)
+            line.append(desc_text, style=desc_style + dim)
+            placed.append(_placed(e, start, line.cell_len))
+        room = max(0, width - right.cell_len)
+        line.pad_right(room - line.cell_len)
+        if palette:
+            placed.append(_placed(palette[0], room, room + right.cell_len))
+            line.append_text(right)
+        self._placed = tuple(placed)
+        return line
+
+    def on_resize(self) -> None:
+        self.refresh()
+
+    def on_click(self, event: events.Click) -> None:
+        for e in self._placed:
+            if e.start <= event.x < e.end:
+                event.stop()
+                if e.enabled:
+                    self.app.simulate_key(e.key)
+                else:
+                    self.app.bell()
+                return
+
+
+def _placed(entry: KeyEntry, start: int, end: int) -> KeyEntry:
+    return KeyEntry(entry.key, entry.display, entry.description, entry.action, entry.enabled,
+                    entry.palette, start, end)

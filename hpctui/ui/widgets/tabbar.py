@@ -71,7 +71,7 @@ class TabBar(Static, can_focus=False):
         drawn = self._drawn  # (Content's == compares the text only)
         if drawn is None or content.plain != drawn.plain or content.spans != drawn.spans:  # else no repaint
             self._drawn = content
-            self.update(content)
+            self.update(content, layout=False)  # one line, as wide as the screen: no relayout
 
     def on_resize(self) -> None:
         self._draw()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import msgspec
 
 from hpctui.actions.base import ActionKind
 from hpctui.health import Finding, ib_findings, mount_findings
@@ -96,15 +97,16 @@ def pod_search(pod: Pod) -> str:
     return f"{pod.namespace}/{pod.name} {pod.node} {pod.phase} {pod.reason} {pod.queue} {pod.owner_name}"
 
 
-@dataclass(frozen=True, slots=True)
-class LinkRow:
+# Rows are kept for every port and mount (tens of thousands at scale): msgspec structs
+# untracked by the cyclic GC (gc=False; they hold only immutable data), so a GC pass
+# does not walk them.
+class LinkRow(msgspec.Struct, frozen=True, gc=False):
     port: IbPort
     severity: Severity
     problem: str
 
 
-@dataclass(frozen=True, slots=True)
-class MountRow:
+class MountRow(msgspec.Struct, frozen=True, gc=False):
     mount: Mount
     severity: Severity
     problem: str
