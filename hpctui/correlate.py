@@ -22,12 +22,36 @@ _expanded: dict[str, list[str]] = {}
 class WorkloadIndex:
     """Jobs and pods per node name for one snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, previous: WorkloadIndex | None = None) -> None:
+        self.jobs_of = snapshot.jobs
+        self.pods_of = snapshot.pods
+        self._jobs: dict[str, list[SlurmJob]]
+        self._pods: dict[str, list[Pod]]
+        if previous is not None and previous.jobs_of is snapshot.jobs:  # only the pods changed
+            self._jobs = previous._jobs
+        else:
+            self._jobs = self._index_jobs(snapshot.jobs)
+        if previous is not None and previous.pods_of is snapshot.pods:  # only the jobs changed
+            self._pods = previous._pods
+        else:
+            pods: dict[str, list[Pod]] = defaultdict(list)
+            for pod in snapshot.pods:
+                if pod.node:
+                    pods[pod.node].append(pod)
+            self._pods = dict(pods)
+
+    @property
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        """Node → its pods; the same dict object while the snapshot's pods are the same."""
+        return self._pods
+
+    @staticmethod
+    def _index_jobs(all_jobs: tuple[SlurmJob, ...]) -> dict[str, list[SlurmJob]]:
         global _expanded
         jobs: dict[str, list[SlurmJob]] = defaultdict(list)
         previous = _expanded  # node lists of the previous index: most running jobs are still there
         expanded: dict[str, list[str]] = {}
-        for job in snapshot.jobs:
+        for job in all_jobs:
             if job.state not in _ACTIVE or not job.nodes:
                 continue
             names = expanded.get(job.nodes)
@@ -41,13 +65,8 @@ class WorkloadIndex:
                 expanded[job.nodes] = names
             for name in names:
                 jobs[name].append(job)
-        pods: dict[str, list[Pod]] = defaultdict(list)
-        for pod in snapshot.pods:
-            if pod.node:
-                pods[pod.node].append(pod)
-        self._jobs = dict(jobs)
-        self._pods = dict(pods)
         _expanded = expanded  # only the lists in use are kept: no unbounded growth
+        return dict(jobs)
 
     def jobs_on(self, node: str) -> list[SlurmJob]:
         return self._jobs.get(node, [])
@@ -76,6 +95,6 @@ def workload_index(snapshot: ClusterSnapshot) -> WorkloadIndex:
     for jobs, pods, index in _recent:
         if jobs is snapshot.jobs and pods is snapshot.pods:
             return index
-    index = WorkloadIndex(snapshot)
+    index = WorkloadIndex(snapshot, _recent[0][2] if _recent else None)
     _recent[:] = [(snapshot.jobs, snapshot.pods, index), *_recent[: _KEEP - 1]]  # one list swap: thread-safe
     return index

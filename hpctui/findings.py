@@ -13,7 +13,7 @@ few hundred nodes per poll instead of all of them).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hpctui.correlate import workload_index
@@ -29,9 +29,10 @@ NODE_PARTS = ("nodes", "gpus", "ib", "mounts", "services", "resources", "probes"
 class FindingsIndex:
     """Every finding of one snapshot, by node, worst first."""
 
-    def __init__(self, by_node: dict[str, tuple[Finding, ...]]) -> None:
+    def __init__(self, by_node: dict[str, tuple[Finding, ...]],
+                 worst: dict[str, Severity] | None = None) -> None:
         self.by_node = by_node
-        self._worst = {n: (fs[0].severity if fs else Severity.OK) for n, fs in by_node.items()}
+        self._worst = worst if worst is not None else {n: _worst_of(fs) for n, fs in by_node.items()}
         self._all: list[Finding] | None = None
         self._objects: dict[str, dict[str, tuple[Finding, ...]]] = {}
 
@@ -61,47 +62,76 @@ class FindingsIndex:
         return iter(self._all)
 
 
+def _worst_of(findings: tuple[Finding, ...]) -> Severity:
+    return findings[0].severity if findings else Severity.OK
+
+
+def _changed(new: dict[str, Any], old: dict[str, Any] | None, into: set[str]) -> None:
+    """Add to ``into`` every key whose value in ``new`` is not the very object it was in ``old``."""
+    if new is old:
+        return
+    if old is None:
+        into.update(new)
+        return
+    get = old.get
+    into.update(k for k, v in new.items() if get(k) is not v)
+    into.update(old.keys() - new.keys())  # entries that went away
+
+
 class _Incremental:
-    """Per-thresholds memory of the last computation: node → (its parts, its findings)."""
+    """Per-thresholds memory of the last computation: the parts it read, and its results.
+
+    A node is recomputed when one of its entries in the snapshot's per-node parts is not the
+    very object it was last time, when the pods on it changed, or when its GPUs run processes
+    (the stray-process rule reads which jobs are running). Which nodes that are is found per
+    part with one pass of identity tests, so an unchanged node costs nothing else: at 16k
+    nodes with a rolling refresh that is ~15 ms a poll instead of ~150 ms."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, tuple[Any, ...]] = {}  # node → (its 7 parts..., its pods, its findings)
+        self.parts: tuple[dict[str, Any], ...] | None = None
+        self.pods: dict[str, list[Any]] | None = None  # pods by node of the last computation
+        self.names: list[str] = []
+        self.by_node: dict[str, tuple[Finding, ...]] = {}
+        self.worst: dict[str, Severity] = {}
+        self.with_processes: set[str] = set()  # nodes with a GPU process: recomputed every time
         self.recomputed = 0  # nodes that went through the rules in the last call (for tests/benchmarks)
 
     def compute(self, snapshot: ClusterSnapshot, thresholds: Thresholds) -> FindingsIndex:
-        nodes, gpus, ib, mounts, services, resources, probes = (getattr(snapshot, p) for p in NODE_PARTS)
+        parts = tuple(getattr(snapshot, p) for p in NODE_PARTS)
+        nodes, gpus = parts[0], parts[1]
         names = list(nodes)
         names.extend(n for n in gpus if n not in nodes)
-        # Beyond its own parts, a node's findings read the pods on it (platform DaemonSet pods)
-        # and, for GPUs with processes, which jobs are running (a stray process): those nodes
-        # are compared by their pods, and nodes with GPU processes are always recomputed.
-        pods_on = workload_index(snapshot).pods_on if snapshot.pods else None
-        old = self.entries
-        new: dict[str, tuple[Any, ...]] = {}
-        by_node: dict[str, tuple[Finding, ...]] = {}
-        recomputed = 0
-        # Written out (no generator per node): at 16k nodes this loop is most of the cost.
-        for name in names:
-            n, g, i, m = nodes.get(name), gpus.get(name), ib.get(name), mounts.get(name)
-            sv, r, p = services.get(name), resources.get(name), probes.get(name)
-            here = tuple(pods_on(name)) if pods_on is not None else ()
-            e = old.get(name)
-            if (e is not None and e[0] is n and e[1] is g and e[2] is i and e[3] is m
-                    and e[4] is sv and e[5] is r and e[6] is p and _same_items(e[7], here)
-                    and not (g and any(x.processes for x in g))):
-                new[name] = e
-                by_node[name] = e[8]
-                continue
+        pods_by_node = workload_index(snapshot).pods_by_node if snapshot.pods else {}
+        if self.parts is None or names != self.names:  # first time, or nodes came or went: all of them
+            dirty, by_node, worst = names, {}, {}
+            self.with_processes = set()
+        else:
+            changed = set(self.with_processes)
+            for new, old in zip(parts, self.parts, strict=True):
+                _changed(new, old, changed)
+            old_pods = self.pods or {}
+            if pods_by_node is not old_pods:
+                for name in pods_by_node.keys() | old_pods.keys():
+                    if not _same_items(pods_by_node.get(name, ()), old_pods.get(name, ())):
+                        changed.add(name)
+            # (a part may name a host that is neither a node nor has GPUs: no findings, as before)
+            dirty = [n for n in changed if n in nodes or n in gpus]
+            by_node, worst = dict(self.by_node), dict(self.worst)  # same names: same order
+        with_processes = self.with_processes.difference(dirty)
+        for name in dirty:
             findings = tuple(node_findings(snapshot, name, thresholds))
-            recomputed += 1
-            new[name] = (n, g, i, m, sv, r, p, here, findings)
             by_node[name] = findings
-        self.entries = new  # nodes that left the cluster are forgotten
-        self.recomputed = recomputed
-        return FindingsIndex(by_node)
+            worst[name] = _worst_of(findings)
+            g = gpus.get(name)
+            if g and any(x.processes for x in g):
+                with_processes.add(name)
+        self.parts, self.pods, self.names = parts, pods_by_node, names
+        self.by_node, self.worst, self.with_processes = by_node, worst, with_processes
+        self.recomputed = len(dirty)
+        return FindingsIndex(by_node, worst)
 
 
-def _same_items(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+def _same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 

@@ -74,6 +74,8 @@ def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
 
 def nvlink_findings(gpu: Gpu) -> list[Finding]:
     """A link down, or CRC/replay/recovery counts rising since the previous read (unknown = nothing)."""
+    if not gpu.nvlinks:
+        return []
     obj = f"gpu/{gpu.node}/{gpu.index}"
     out: list[Finding] = []
     down = [link.link for link in gpu.nvlinks if link.up is False]
@@ -105,8 +107,10 @@ _LIVE_JOB_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "
 def gpu_process_findings(snapshot: ClusterSnapshot, gpu: Gpu) -> list[Finding]:
     """A process on a GPU that no job owns: no Slurm job or pod in its cgroup, or a Slurm job that is
     not running there. Only where a scheduler knows the node (otherwise nobody could own it)."""
+    if not gpu.processes:
+        return []
     node = snapshot.nodes.get(gpu.node)
-    if not gpu.processes or node is None or (node.slurm is None and node.k8s is None):
+    if node is None or (node.slurm is None and node.k8s is None):
         return []
     live = {j.job_id for j in snapshot.jobs if j.state in _LIVE_JOB_STATES}
     stray = []
@@ -142,6 +146,9 @@ def service_findings(service: ServiceState) -> list[Finding]:
 
 
 def ib_findings(port: IbPort) -> list[Finding]:
+    if ((port.state is None or port.state == "ACTIVE") and not port.flaps and not port.degraded_rate
+            and not (port.deltas and any(port.deltas.values()))):
+        return []  # the common case, tested first: a healthy port whose counters did not move
     obj = f"ib/{port.node}/{port.device}:{port.port}"
     out: list[Finding] = []
     if port.state is not None and port.state != "ACTIVE":

@@ -96,3 +96,33 @@ def test_a_platform_pod_or_a_stopped_job_changes_an_otherwise_unchanged_node() -
     bad_pod = msgspec.structs.replace(ok_pod, ready=False)
     assert [f.code for f in findings_for(snap(bad_pod, "RUNNING"), T).node("g1")] == ["platform_pod"]
     assert "gpu_stray_process" in {f.code for f in findings_for(snap(ok_pod, "COMPLETED"), T).node("g1")}
+
+
+def test_incremental_equals_fresh_through_removals_additions_and_pod_changes() -> None:
+    """Entries that go away (a node's mounts, a whole node), come back, and pods that change on
+    an otherwise unchanged node: after each step the incremental result equals a fresh one."""
+    from hpctui.findings import _Incremental
+    from hpctui.model import Pod
+
+    store, _ = _store_after_ticks(2)
+    base = store.snapshot()
+    first = findings_for(base, T)
+    name = next(n for n in base.nodes if any(f.object.startswith("mount/") for f in first.node(n)))
+    other = next(n for n in sorted(base.nodes) if n != name)
+    no_mounts = msgspec.structs.replace(base, mounts={k: v for k, v in base.mounts.items() if k != name})
+    without = msgspec.structs.replace(
+        no_mounts, **{part: {k: v for k, v in getattr(no_mounts, part).items() if k != other}
+                      for part in ("nodes", "gpus", "ib", "mounts")})
+    bad_pod = Pod(namespace="gpu-operator", name="nvidia-device-plugin-x", node=other, phase="Running", ready=False,
+                  owner_kind="DaemonSet", owner_name="nvidia-device-plugin-daemonset")
+    with_pod = msgspec.structs.replace(base, pods=(*base.pods, bad_pod))
+    steps = [base, no_mounts, without, no_mounts, with_pod, msgspec.structs.replace(with_pod), base]
+    state = _Incremental()
+    for i, snap in enumerate(steps):
+        got = state.compute(snap, T)
+        fresh = _Incremental().compute(snap, T)
+        assert got.by_node == fresh.by_node, i
+        assert list(got.by_node) == list(fresh.by_node), i  # same node order (the problem list's tie order)
+        assert all(got.severity(n) == fresh.severity(n) for n in fresh.by_node), i
+        assert list(got) == list(fresh), i
+    assert any(f.code == "platform_pod" for f in state.compute(with_pod, T).node(other))

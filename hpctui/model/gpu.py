@@ -25,6 +25,7 @@ class ThrottleReason(enum.IntFlag):
 
 
 THERMAL_THROTTLE = ThrottleReason.SW_THERMAL_SLOWDOWN | ThrottleReason.HW_THERMAL_SLOWDOWN
+_THERMAL_BITS = int(THERMAL_THROTTLE)
 HARMFUL_THROTTLE = THERMAL_THROTTLE | ThrottleReason.HW_SLOWDOWN | ThrottleReason.HW_POWER_BRAKE_SLOWDOWN
 
 
@@ -157,7 +158,7 @@ class Gpu(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def thermal_throttled(self) -> bool:
-        return bool(self.throttle_reasons is not None and self.throttle_reasons & THERMAL_THROTTLE)
+        return bool(self.throttle_reasons and self.throttle_reasons & _THERMAL_BITS)  # int &: no Flag arithmetic
 
     def throttle_names(self) -> list[str]:
         if not self.throttle_reasons:

@@ -40,7 +40,10 @@ class IbPort(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     @property
     def link_errors_rising(self) -> bool:
-        return any(self.deltas.get(name, 0) > 0 for name in LINK_ERROR_COUNTERS)
+        deltas = self.deltas
+        if not deltas or not any(deltas.values()):  # the common case, in C: nothing moved
+            return False
+        return any(deltas.get(name, 0) > 0 for name in LINK_ERROR_COUNTERS)
 
     @property
     def is_up(self) -> bool:
