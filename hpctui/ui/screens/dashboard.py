@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from hpctui.model import ClusterSnapshot, Part, Pod
+from hpctui.model import ClusterSnapshot, Gpu, Part, Pod
 from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
@@ -128,6 +128,7 @@ class DashboardScreen(Screen[None]):
         self._pods_subtitle: str | None = None
         self._pods_in: tuple[Pod, ...] | None = None
         self._pods_rows: list[Pod] = []
+        self._max_gpus_of: tuple[dict[str, tuple[Gpu, ...]], int] | None = None
         self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled,
                                    settings=getattr(runtime, "heatmap", None), id="heatmap")
@@ -245,7 +246,7 @@ class DashboardScreen(Screen[None]):
             return
         snap = self.snapshot
         nodes = len(self.heatmap.names)
-        max_gpus = max((len(g) for g in snap.gpus.values()), default=0) if snap is not None else 8
+        max_gpus = self._max_gpus(snap)
         key = (self.size.width, self.size.height, nodes, max_gpus, self.wall)
         if key == self._top_fit:
             return
@@ -254,6 +255,14 @@ class DashboardScreen(Screen[None]):
         height, width = fit_top(self.size.width, main_h, nodes, max_gpus, wall=self.wall)
         top.styles.height = height
         pane.styles.width = width
+
+    def _max_gpus(self, snap: ClusterSnapshot | None) -> int:
+        """The most GPUs any node has; recounted only when the GPU part changed (16k nodes)."""
+        if snap is None:
+            return 8
+        if self._max_gpus_of is None or self._max_gpus_of[0] is not snap.gpus:
+            self._max_gpus_of = (snap.gpus, max(map(len, snap.gpus.values()), default=0))
+        return self._max_gpus_of[1]
 
     def action_next_tab(self, step: int) -> None:
         """``]``/``[``: the next/previous pane (a tab of the narrow layout; focus when wide)."""

@@ -7,10 +7,12 @@ it without rebuilding, and "not available" always reads N/A, never 0.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.timer import Timer
 from textual.widgets import Label, Static
 
 from hpctui.correlate import workload_index
@@ -232,8 +234,14 @@ def node_series(history: HistoryGetter, name: str, metric: str) -> list[float]:
 class LineStack(Vertical):
     """Text as one Static per line: an update repaints only the lines whose text or style
     changed (a GPU's utilisation moving repaints that GPU's line, not the node's header,
-    workload and table header: ~1 KB less to the terminal on every poll)."""
+    workload and table header: ~1 KB less to the terminal on every poll).
 
+    The stack's height changing costs a layout pass of the whole screen (~10–20 ms), so
+    arrowing across nodes must not change it on every key: fewer lines than before are blanked
+    at once, and the blank tail is hidden only once the node has stayed (SHRINK_AFTER_S); more
+    lines than before reuse hidden ones before mounting new ones."""
+
+    SHRINK_AFTER_S = 0.4
     DEFAULT_CSS = """
     LineStack { height: auto; }
     LineStack > Static { height: 1; width: 1fr; text-wrap: nowrap; }
@@ -242,29 +250,49 @@ class LineStack(Vertical):
     def __init__(self, text: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._first = text
-        self._lines: list[Content] = []
+        self._lines: list[Content] = []  # the lines shown, then blanks up to the visible count
+        self._pool: list[Static] = []     # every line widget, in order; the first `_visible` are shown
+        self._visible = 0
+        self._shrink: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(self._first, markup=False)
+        first = Static(self._first, markup=False)
+        self._pool = [first]
+        self._visible = 1
+        yield first
 
     def set_lines(self, lines: list[Content], *, shrink: bool = False) -> None:
-        """Show ``lines``. Fewer lines than before blank the rest instead of removing them
-        (the stack's height changing would repaint all of it) unless ``shrink`` (another node)."""
-        shown = list(self.query_children(Static))
-        if len(shown) < len(lines):
-            self.mount_all(Static(line, markup=False) for line in lines[len(shown):])
-        if shrink:
-            for widget in shown[len(lines):]:
-                widget.remove()
-        else:
-            blank = Content("")
-            lines = lines + [blank] * (len(shown) - len(lines))
+        """Show ``lines``. Fewer lines than before blank the rest; with ``shrink`` (another
+        node) the blank rest is hidden once no other node has followed for SHRINK_AFTER_S."""
+        if self._shrink is not None:
+            self._shrink.stop()
+            self._shrink = None
+        need = len(lines)
+        if need > self._visible:
+            for widget in self._pool[self._visible:need]:  # hidden ones first: no new widgets
+                widget.display = True
+            missing = need - len(self._pool)
+            if missing > 0:
+                new = [Static(markup=False) for _ in range(missing)]
+                self._pool.extend(new)
+                self.mount_all(new)
+            self._visible = need
+        shown = lines + [Content("")] * (self._visible - need)
         old_lines = self._lines
-        for i, (widget, line) in enumerate(zip(shown, lines, strict=False)):
+        for i, (widget, line) in enumerate(zip(self._pool, shown, strict=False)):
             before = old_lines[i] if i < len(old_lines) else None
             if before is None or before.plain != line.plain or before.spans != line.spans:
                 widget.update(line, layout=False)  # a fixed-size line: no layout pass
-        self._lines = lines
+        self._lines = shown
+        if shrink and need < self._visible:
+            self._shrink = self.set_timer(self.SHRINK_AFTER_S, partial(self._hide_tail, need))
+
+    def _hide_tail(self, keep: int) -> None:
+        self._shrink = None
+        for widget in self._pool[keep:self._visible]:
+            widget.display = False
+        self._visible = keep
+        self._lines = self._lines[:keep]
 
     @property
     def text(self) -> str:
