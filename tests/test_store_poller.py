@@ -199,6 +199,37 @@ async def test_refresh_now_wakes_the_loop() -> None:
     assert src.calls == 2
 
 
+async def test_first_polls_wait_for_the_first_frame_then_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``start(after=...)``: the polls begin when the event is set (the UI's first frame), and
+    without it at most FIRST_POLL_WAIT_S later; ``stop`` cancels tasks that are still waiting."""
+    import hpctui.poller as poller_module
+
+    store = Store("c1")
+    src = FakeSource("s", interval_s=3600.0)
+    painted = asyncio.Event()
+    poller = Poller([src], store)
+    poller.start(painted)
+    await asyncio.sleep(0.1)
+    assert src.calls == 0 and poller.running  # waiting for the frame
+    painted.set()
+    await asyncio.sleep(0.1)
+    assert src.calls == 1
+    await poller.stop()
+
+    monkeypatch.setattr(poller_module, "FIRST_POLL_WAIT_S", 0.05)
+    late = Poller([src], store)
+    late.start(asyncio.Event())  # never set: the wait is bounded
+    await asyncio.sleep(0.3)
+    assert src.calls == 2
+    await late.stop()
+
+    never = Poller([src], store)
+    monkeypatch.setattr(poller_module, "FIRST_POLL_WAIT_S", 3600.0)
+    never.start(asyncio.Event())
+    await never.stop()  # a task still waiting is cancelled: nothing left behind
+    assert not never.running and src.calls == 2
+
+
 @pytest.mark.parametrize("n", [1, 3])
 async def test_poll_all_once(n: int) -> None:
     store = Store("c1")

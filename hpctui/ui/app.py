@@ -57,7 +57,8 @@ class HpcApp(App[None]):
                  autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
                  clusters: ClusterSet | None = None, freeze_gc: bool = False) -> None:
         super().__init__()
-        self.freeze_gc = freeze_gc  # the installed command: hpctui.gc_tuning once the first data is drawn
+        self.freeze_gc = freeze_gc  # the installed command: hpctui.gc_tuning after data is drawn
+        self._gc_frozen = False
         self.keymap = dict(keymap or {})  # binding id -> keys, checked (hpctui.ui.keymap.check_keymap)
         self.clusters = clusters  # the configured clusters `:cluster NAME` switches between
         self._refresh_asked = False  # `r` pressed: say so when its data is drawn
@@ -195,11 +196,11 @@ class HpcApp(App[None]):
         snapshot = store.snapshot()
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
             self.dashboard.update_snapshot(snapshot)
-        if self.freeze_gc and snapshot.nodes:
+        if self.freeze_gc and snapshot.nodes:  # the installed command: see hpctui.gc_tuning
             from hpctui import gc_tuning
 
-            self.freeze_gc = False
-            self.call_after_refresh(gc_tuning.freeze_startup)
+            self.call_after_refresh(gc_tuning.collect if self._gc_frozen else gc_tuning.freeze_startup)
+            self._gc_frozen = True
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
             update = getattr(screen, "update_snapshot", None)
             if screen is not self.dashboard and callable(update):

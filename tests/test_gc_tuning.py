@@ -1,0 +1,66 @@
+"""The cyclic GC at scale (hpctui.gc_tuning): model structs and pane rows are not tracked, the
+installed app raises the young threshold and freezes what is alive once its first data is drawn."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+import textwrap
+
+import msgspec
+
+import hpctui.model
+from hpctui.ui.widgets.tables import LinkRow, MountRow
+
+
+def _model_structs() -> list[type[msgspec.Struct]]:
+    found: dict[str, type[msgspec.Struct]] = {}
+    for info in pkgutil.iter_modules(hpctui.model.__path__, "hpctui.model."):
+        module = importlib.import_module(info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, msgspec.Struct) and cls.__module__ == module.__name__:
+                found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return list(found.values())
+
+
+def test_every_model_struct_and_pane_row_is_untracked_by_the_gc() -> None:
+    structs = _model_structs()
+    assert len(structs) >= 20  # the model: nodes, GPUs, ports, mounts, jobs, pods, snapshots...
+    tracked = [c.__qualname__ for c in [*structs, LinkRow, MountRow] if c.__struct_config__.gc]
+    assert tracked == [], "immutable data cannot form cycles: declare these gc=False"
+    from hpctui.model import Gpu, IbPort
+
+    assert not gc.is_tracked(Gpu(node="n", index=0))
+    assert not gc.is_tracked(IbPort(node="n", device="mlx5_0", port=1, counters={"symbol_error": 1}))
+
+
+def test_the_app_freezes_once_its_first_data_is_drawn() -> None:
+    code = textwrap.dedent("""
+        import asyncio, gc
+        from hpctui import gc_tuning
+        from hpctui.runtime import demo_runtime
+        from hpctui.ui.app import HpcApp
+
+        async def main():
+            gc_tuning.tune()
+            app = HpcApp(demo_runtime(size=8, seed=1), autostart=False, freeze_gc=True)
+            async with app.run_test(size=(120, 40)) as pilot:
+                before = gc.get_freeze_count()
+                await app.runtime.collect_once()
+                app.refresh_from_store()
+                for _ in range(5):
+                    await pilot.pause()
+                print(gc.get_threshold()[0], before, gc.get_freeze_count())
+
+        asyncio.run(main())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    threshold, before, after = map(int, out.stdout.split())
+    from hpctui.gc_tuning import GEN0_THRESHOLD
+
+    assert threshold == GEN0_THRESHOLD
+    assert before == 0 and after > 10_000  # Textual, the widgets and the first snapshot: out of every collection
