@@ -283,7 +283,7 @@ def test_an_unchanged_queue_is_read_without_decoding_and_a_changed_job_is_decode
 
 def test_one_bad_job_in_a_batch_fails_alone_with_its_position() -> None:
     d = doc()
-    d["jobs"][11]["node_count"] = "many"  # the batch decode fails; job by job, 0-10 decode
+    d["jobs"][11]["node_count"] = "many"  # jobs 0-10 wait in a conversion batch when 11 fails
     with pytest.raises(SlurmParseError, match=r"jobs\[11\]"):
         parse_jobs_stream([pretty(d)])
 
@@ -300,8 +300,8 @@ def test_a_batch_with_an_invalid_node_list_drops_that_job_only() -> None:
 
 
 def test_two_jobs_on_one_cut_are_an_error_not_a_misread() -> None:
-    """``},{`` on one line: the cut at the jobs' indent holds two objects. The batch decode
-    would see one job too many; the job-by-job decode refuses it (the source then reads text)."""
+    """``},{`` on one line: the cut at the jobs' indent holds two objects, which the job's
+    decode refuses (the source then reads squeue's text) instead of reading one of them."""
     bad = pretty(doc()).replace(b"\n    },\n    {", b"},{", 1)
     with pytest.raises(SlurmParseError, match=r"jobs\[0\]"):
         parse_jobs_stream([bad])
@@ -344,3 +344,17 @@ def test_jobs_are_not_tracked_by_the_cyclic_gc() -> None:
     import gc
 
     assert not any(gc.is_tracked(j) for j in parse_jobs_stream([REAL]))
+
+
+def test_a_node_list_fault_before_a_decode_fault_is_reported_first() -> None:
+    """Jobs wait in a conversion batch; a later job that does not decode must not hide an
+    earlier job's fault (the whole parse reports the first fault in the document)."""
+    d = doc()
+    d["jobs"][3]["nodes"] = "cpu[01-"
+    d["jobs"][9]["job_id"] = "x"
+    data = pretty(d)
+    with pytest.raises(SlurmParseError) as whole:
+        parse_jobs_json(data)
+    with pytest.raises(SlurmParseError, match=r"jobs\[3\]\.nodes") as streamed:
+        parse_jobs_stream([data])
+    assert str(whole.value) == str(streamed.value)
