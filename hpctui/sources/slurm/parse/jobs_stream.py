@@ -118,7 +118,7 @@ class JobsStream:
         self._reused: list[SlurmJob | None] = []
         # jobs decoded, to convert: (slot in self.jobs, position in the document, job)
         self._pending: list[tuple[int, int, _Job]] = []
-        self.jobs: list[SlurmJob | None] = []  # None: a job not decoded yet, or dropped
+        self.jobs: list[SlurmJob | None] = []  # None: not converted yet, or dropped; or FINISHED
 
     # -- input --------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -237,6 +237,33 @@ class JobsStream:
                     raise SlurmParseError(f"slurm jobs JSON: {chr(c)!r} where $.jobs[{self._count}] should begin")
                 cur = self._cursor
                 while True:  # p: a job's "{"; the jobs that follow each other directly
+                    if cur < n_prev:
+                        # A run of jobs unchanged since the previous document, in its order: each
+                        # checked where its old length ends, the run recorded by list slices.
+                        run, stop = cur, -1
+                        while cur < n_prev:
+                            e = p + prev_lengths[cur]
+                            if (e > n or prev_jobs[cur] is None or not buf.startswith(close, e - len_close)
+                                    or hash(view[p:e]) != prev_sigs[cur]):
+                                break
+                            cur += 1
+                            if not buf.startswith(nxt, e):
+                                stop = e  # the last job, or the piece ends here
+                                break
+                            p = e + len_next - 1
+                        if cur > run:
+                            lengths.extend(prev_lengths[run:cur])
+                            sigs.extend(prev_sigs[run:cur])
+                            same = prev_jobs[run:cur]
+                            reused.extend(same)
+                            slots.extend(same)  # FINISHED markers too: dropped by finish()
+                            hits += cur - run
+                            self._count += cur - run
+                        if stop >= 0:
+                            pos = stop
+                            self._after_job = True
+                            break
+                    # p: a job that is not the next one of the previous document (or none was)
                     end = k = -1
                     sig = 0
                     # the job the previous document had here, or the one after it (this one left)
@@ -345,7 +372,7 @@ class JobsStream:
         if self.reuse is not None:
             self.reuse.replace(self._lengths, self._sigs, self._reused)
             self._lengths, self._sigs, self._reused = [], [], []
-        return tuple([job for job in self.jobs if job is not None])
+        return tuple([job for job in self.jobs if job is not None and job is not FINISHED])
 
 
 def _decode_one(piece: memoryview, at: int) -> _Job:
