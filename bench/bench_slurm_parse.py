@@ -1,10 +1,14 @@
 """parse_jobs_json / parse_nodes_json vs json.loads on synthetic v0.0.38 ``squeue/sinfo --json``.
 
-Usage: python bench/bench_slurm_parse.py [N_JOBS] [N_NODES]   (defaults 100000, 16384)
+Usage: python bench/bench_slurm_parse.py [N_JOBS] [N_NODES] [--variants a,b,...] [--code DIR ...]
+(defaults 100000, 16384, all variants; ``--code`` runs the variants against the ``hpctui`` package
+of another checkout too, e.g. ``git archive main | tar -x -C /tmp/main``, in the same run: before
+and after on the same machine state)
 
 Variants: ``msgspec`` (the whole document in memory, parse_jobs_json), ``stall`` (the same in a
 thread), ``stream`` (JobsStream fed 1 MiB pieces, as the CLI backend reads squeue's pipe),
-``stream-steady`` (a second read of the same queue: unchanged jobs reused), ``stream-stall``
+``stream-steady`` (a second read of the same queue: unchanged jobs reused), ``stream-churn`` (a
+second read where ~1% of the jobs changed state: they are decoded again), ``stream-stall``
 (pieces fed through worker threads from the event loop), ``json`` (json.loads, for scale).
 Each variant runs in a fresh subprocess so peak RSS (ru_maxrss) is its own; ``stall`` runs
 the parse in a thread under asyncio and reports the event loop's longest gap.
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+CODE = ROOT  # whose hpctui the variants import (--code)
 FIXTURES = ROOT / "tests" / "fixtures" / "slurm"
 
 _STATES = (
@@ -174,15 +179,16 @@ CHUNK = 1 << 20  # what the CLI backend reads from squeue's pipe at a time
 def run_stream(variant: str, path: str) -> None:
     """The streaming reader as the CLI backend runs it: the document arrives in 1 MiB pieces
     (read from the file here, from squeue's pipe in the app) and is never whole in memory."""
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(CODE))
     import asyncio
 
     from hpctui.sources.slurm.parse.jobs_stream import JobReuse, JobsStream
 
-    def pieces() -> list[bytes] | Any:
+    def pieces(churn: bool = False) -> list[bytes] | Any:
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK):
-                yield chunk
+                # ~1% of the jobs (3 of ~270 per MiB) change state; same length, other bytes
+                yield chunk.replace(b'"job_state": "PENDING"', b'"job_state": "RUNNING"', 3) if churn else chunk
 
     reuse = JobReuse()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -193,21 +199,24 @@ def run_stream(variant: str, path: str) -> None:
                 await asyncio.to_thread(stream.feed, chunk)
             return len(await asyncio.to_thread(stream.finish))
 
-        took, worst, over, n = _with_loop_gaps(work)
-        print(f"{variant:12s} {n:6d} kept  {took:6.2f} s, fed from the loop; longest event-loop gap "
-              f"{worst * 1000:.0f} ms, {over} gaps over 50 ms")
+        for what in ("first read", "repeat read"):
+            took, worst, over, n = _with_loop_gaps(work)
+            print(f"{variant:12s} {n:6d} kept  {took:6.2f} s, {what} fed from the loop; longest event-loop gap "
+                  f"{worst * 1000:.0f} ms, {over} gaps over 50 ms")
         return
-    passes = 2 if variant == "stream-steady" else 1
-    for _ in range(passes):
-        t0 = time.perf_counter()
+    passes = 1 if variant == "stream" else 2
+    for k in range(passes):
+        hits0, total0 = reuse.hits, reuse.hits + reuse.misses
+        t0, c0 = time.perf_counter(), time.process_time()
         stream = JobsStream(reuse)
-        for chunk in pieces():
+        for chunk in pieces(churn=k == 1 and variant == "stream-churn"):
             stream.feed(chunk)
         n = len(stream.finish())
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{variant:12s} {n:6d} kept  {dt:6.2f} s  peak RSS {rss / 1024:5.0f} MB (before: {rss0 / 1024:.0f} MB)"
-          + (f"; {reuse.hits} of {reuse.hits + reuse.misses} jobs reused" if passes > 1 else ""))
+    print(f"{variant:12s} {n:6d} kept  {dt:6.2f} s (CPU {cpu:.2f} s)  peak RSS {rss / 1024:5.0f} MB "
+          f"(before: {rss0 / 1024:.0f} MB)"
+          + (f"; {reuse.hits - hits0} of {reuse.hits + reuse.misses - total0} jobs reused" if passes > 1 else ""))
 
 
 def run(variant: str, path: str) -> None:
@@ -216,13 +225,13 @@ def run(variant: str, path: str) -> None:
         return
     data = Path(path).read_bytes()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(CODE))
     from hpctui.sources.slurm.parse import parse_jobs_json, parse_nodes_json
 
     if variant == "stall":
         _stall(data, parse_jobs_json)
         return
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if variant == "json":
         n = len(json.loads(data)["jobs"])
     elif variant == "json-nodes":
@@ -231,10 +240,10 @@ def run(variant: str, path: str) -> None:
         n = len(parse_nodes_json(data))
     else:
         n = len(parse_jobs_json(data))
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
-        f"{variant:10s} {n:6d} kept  {dt:6.2f} s  peak RSS {rss / 1024:5.0f} MB (after file read: {rss0 / 1024:.0f} MB)"
+        f"{variant:10s} {n:6d} kept  {dt:6.2f} s (CPU {cpu:.2f} s)  peak RSS {rss / 1024:5.0f} MB (after file read: {rss0 / 1024:.0f} MB)"
     )
 
 
@@ -279,25 +288,44 @@ def _stall(data: bytes, parse: Any) -> None:
           f"{over} gaps over 50 ms")
 
 
+VARIANTS = ("msgspec", "stall", "stream", "stream-steady", "stream-churn", "stream-stall", "json")
+
+
 def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "--run":
+    global CODE
+    if len(sys.argv) == 5 and sys.argv[1] == "--run":
+        CODE = Path(sys.argv[4])
         run(sys.argv[2], sys.argv[3])
         return
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    n_nodes = int(sys.argv[2]) if len(sys.argv) > 2 else 16_384
+    args = sys.argv[1:]
+    variants: tuple[str, ...] = VARIANTS
+    codes = [ROOT]
+    if "--variants" in args:
+        i = args.index("--variants")
+        variants = tuple(args[i + 1].split(","))
+        del args[i:i + 2]
+    while "--code" in args:
+        i = args.index("--code")
+        codes.insert(0, Path(args[i + 1]).resolve())
+        del args[i:i + 2]
+    n = int(args[0]) if args else 100_000
+    n_nodes = int(args[1]) if len(args) > 1 else 16_384
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "squeue.json"
         build(n, path)
         print(f"synthetic squeue --json: {n} jobs, {path.stat().st_size / 1e6:.0f} MB")
-        for variant in ("msgspec", "stall", "stream", "stream-steady", "stream-stall", "json"):
-            subprocess.run([sys.executable, __file__, "--run", variant, str(path)], check=True)
+        for variant in variants:
+            for code in codes:
+                if len(codes) > 1:
+                    print(f"[{code}] ", end="", flush=True)
+                subprocess.run([sys.executable, __file__, "--run", variant, str(path), str(code)], check=True)
         path.unlink()
         if n_nodes:
             npath = Path(tmp) / "sinfo.json"
             build_nodes(n_nodes, npath)
             print(f"synthetic sinfo --json: {n_nodes} nodes, {npath.stat().st_size / 1e6:.0f} MB")
             for variant in ("nodes", "json-nodes"):
-                subprocess.run([sys.executable, __file__, "--run", variant, str(npath)], check=True)
+                subprocess.run([sys.executable, __file__, "--run", variant, str(npath), str(ROOT)], check=True)
 
 
 if __name__ == "__main__":

@@ -191,3 +191,170 @@ def test_bytes_slurm_copies_raw_cost_one_character_not_the_queue() -> None:
     controls = [n for n in names if n.startswith("x\ufffdy\ufffdz")]
     assert bad
     assert controls
+
+
+# -- the fast paths: predicted boundaries, batches, splices ------------------------------------
+
+_KEEP = ("account", "array_job_id", "array_task_id", "exit_code", "gres_detail", "job_id", "job_resources",
+         "job_state", "name", "nodes", "node_count", "partition", "priority", "state_reason", "submit_time",
+         "tres_req_str", "user_name")
+
+
+def small_doc(n_jobs: int = 5) -> dict[str, Any]:
+    """The real document cut to a few jobs with fewer fields (nested objects kept), so that
+    splitting it at every byte stays quick."""
+    d = doc()
+    d["jobs"] = [{k: v for k, v in job.items() if k in _KEEP} for job in d["jobs"][:n_jobs]]
+    d["jobs"][-1]["job_state"] = "COMPLETED"  # one finished job, dropped (and remembered as such)
+    return d
+
+
+@pytest.fixture
+def tiny_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 2 jobs and 16-byte splices: every path runs on a small document."""
+    import hpctui.sources.slurm.parse.jobs_stream as js
+
+    monkeypatch.setattr(js, "BATCH", 2)
+    monkeypatch.setattr(js, "SPLICE", 16)
+
+
+@pytest.mark.usefixtures("tiny_batches")
+def test_a_document_cut_at_every_byte_reads_the_same_first_and_repeated() -> None:
+    data = pretty(small_doc())
+    whole = parse_jobs_json(data)
+    assert len(whole) == 4
+    primed = JobReuse()
+    first = parse_jobs_stream([data], primed)
+    for k in range(len(data) + 1):
+        assert parse_jobs_stream([data[:k], data[k:]]) == whole, k
+        reuse = JobReuse()
+        reuse.replace(primed.lengths, primed.sigs, primed.jobs)
+        again = parse_jobs_stream([data[:k], data[k:]], reuse)
+        assert reuse.misses == 0, k  # every job (the finished one too) known by its bytes
+        assert all(a is b for a, b in zip(again, first, strict=True)), k
+
+
+@pytest.mark.usefixtures("tiny_batches")
+def test_random_pieces_and_a_changing_queue_read_like_the_whole_parse() -> None:
+    import random
+
+    rng = random.Random(13)
+    base = small_doc(8)
+    reuse = JobReuse()
+    before: dict[int, Any] = {}
+    for _ in range(150):
+        d = json.loads(json.dumps(base))
+        jobs = d["jobs"]
+        for job in rng.sample(jobs, rng.randrange(3)):  # a few change
+            job["name"] = rng.choice(["a", "bb", "renamed", job.get("name", "")])
+            job["job_state"] = rng.choice(["RUNNING", "PENDING", "COMPLETED"])
+        if rng.random() < 0.3:
+            del jobs[rng.randrange(len(jobs))]  # a job leaves
+        if rng.random() < 0.3:
+            new = dict(rng.choice(jobs), job_id=1000 + rng.randrange(1000))
+            jobs.insert(rng.randrange(len(jobs) + 1), new)  # one arrives
+        if rng.random() < 0.2:
+            rng.shuffle(jobs)  # the order changes
+        data = pretty(d)
+        cuts = sorted(rng.sample(range(1, len(data)), 3))
+        got = parse_jobs_stream([data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)], reuse)
+        assert got == parse_jobs_json(data)
+        for job in got:  # an unchanged job is the same object as in the read before
+            old = before.get(job.job_id)
+            if old is not None and old == job:
+                assert old is job
+        before = {j.job_id: j for j in got}
+
+
+def test_an_unchanged_queue_is_read_without_decoding_and_a_changed_job_is_decoded_alone() -> None:
+    d = doc()
+    data = pretty(d)
+    reuse = JobReuse()
+    parse_jobs_stream(pieces(data, 4096), reuse)
+    parse_jobs_stream(pieces(data, 4096), reuse)
+    assert (reuse.hits, reuse.misses) == (17, 17)
+    d["jobs"][4]["name"] = "renamed-and-longer"
+    del d["jobs"][9]
+    data = pretty(d)
+    hits = reuse.hits
+    assert parse_jobs_stream(pieces(data, 4096), reuse) == parse_jobs_json(data)
+    assert (reuse.hits - hits, reuse.misses) == (15, 18)
+
+
+def test_one_bad_job_in_a_batch_fails_alone_with_its_position() -> None:
+    d = doc()
+    d["jobs"][11]["node_count"] = "many"  # jobs 0-10 wait in a conversion batch when 11 fails
+    with pytest.raises(SlurmParseError, match=r"jobs\[11\]"):
+        parse_jobs_stream([pretty(d)])
+
+
+def test_a_batch_with_an_invalid_node_list_drops_that_job_only() -> None:
+    d = doc()
+    d["jobs"][3]["nodes"] = "cpu[01-"
+    data = pretty(d)
+    seen: list[str] = []
+    got = parse_jobs_stream([data], JobReuse(), on_invalid=seen.append)
+    assert got == parse_jobs_json(data, on_invalid=lambda _m: None)
+    assert len(seen) == 1 and "jobs[3].nodes" in seen[0]
+    assert 4 not in {j.job_id for j in got} and len(got) == len(parse_jobs_json(REAL)) - 1
+
+
+def test_two_jobs_on_one_cut_are_an_error_not_a_misread() -> None:
+    """``},{`` on one line: the cut at the jobs' indent holds two objects, which the job's
+    decode refuses (the source then reads squeue's text) instead of reading one of them."""
+    bad = pretty(doc()).replace(b"\n    },\n    {", b"},{", 1)
+    with pytest.raises(SlurmParseError, match=r"jobs\[0\]"):
+        parse_jobs_stream([bad])
+
+
+@pytest.mark.parametrize("indent", [1, 4, 8])
+def test_other_pretty_indents_are_read_incrementally(indent: int) -> None:
+    data = json.dumps(doc(), indent=indent).encode()
+    stream = JobsStream()
+    for piece in pieces(data, 300):
+        stream.feed(piece)
+    assert stream._state == "tail"  # cut job by job, not kept whole
+    assert stream.finish() == parse_jobs_json(data)
+
+
+def test_crlf_line_ends_read_like_the_whole_parse() -> None:
+    data = pretty(doc()).replace(b"\n", b"\r\n")
+    reuse = JobReuse()
+    assert parse_jobs_stream(pieces(data, 777), reuse) == parse_jobs_json(data)
+    assert parse_jobs_stream(pieces(data, 500), reuse) == parse_jobs_json(data)
+    assert reuse.hits == 17
+
+
+def test_a_job_longer_than_the_splice_across_pieces() -> None:
+    import hpctui.sources.slurm.parse.jobs_stream as js
+
+    d = doc()
+    d["jobs"][2]["name"] = "x" * (2 * js.SPLICE)
+    data = pretty(d)
+    size = js.SPLICE + 5000
+    reuse = JobReuse()
+    first = parse_jobs_stream(pieces(data, size), reuse)
+    assert first == parse_jobs_json(data)
+    again = parse_jobs_stream(pieces(data, size + 1), reuse)
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+def test_jobs_are_not_tracked_by_the_cyclic_gc() -> None:
+    """A 100k-job queue must not give full collections 100k objects to walk (GIL held: stalls)."""
+    import gc
+
+    assert not any(gc.is_tracked(j) for j in parse_jobs_stream([REAL]))
+
+
+def test_a_node_list_fault_before_a_decode_fault_is_reported_first() -> None:
+    """Jobs wait in a conversion batch; a later job that does not decode must not hide an
+    earlier job's fault (the whole parse reports the first fault in the document)."""
+    d = doc()
+    d["jobs"][3]["nodes"] = "cpu[01-"
+    d["jobs"][9]["job_id"] = "x"
+    data = pretty(d)
+    with pytest.raises(SlurmParseError) as whole:
+        parse_jobs_json(data)
+    with pytest.raises(SlurmParseError, match=r"jobs\[3\]\.nodes") as streamed:
+        parse_jobs_stream([data])
+    assert str(whole.value) == str(streamed.value)

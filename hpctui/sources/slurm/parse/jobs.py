@@ -220,6 +220,14 @@ class _TextCache(dict[str | None, str | None]):
         return value
 
 
+class _TresCache(dict[str | None, int | None]):
+    """``gpus_from_tres_str`` memoized by value for one parse."""
+
+    def __missing__(self, key: str | None) -> int | None:
+        value = self[key] = gpus_from_tres_str(key)
+        return value
+
+
 def _num(value: int | Num | None) -> int | None:
     """:func:`num` with a fast path for the plain ints of v0.0.36–38."""
     if type(value) is int:
@@ -234,6 +242,10 @@ def _convert(
     out: list[SlurmJob] = []
     Converter(include_finished, on_invalid).run(jobs, out)
     return out
+
+
+FINISHED = SlurmJob(job_id=0, state="COMPLETED")
+"""What :meth:`Converter.run_marked` gives for a finished job it drops (a marker, never shown)."""
 
 
 class Converter:
@@ -253,32 +265,52 @@ class Converter:
         self.states: dict[str | tuple[str, ...], str] = {}
         self.exits: dict[int, tuple[int | None, int | None]] = {}
         self.allocs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+        self.valid_nodes: set[str] = set()  # node lists that expand (checked once per parse)
+        self.tres = _TresCache()  # tres_req_str → GPUs in it, or None
 
     def run(self, jobs: Iterable[_Job], out: list[SlurmJob], first: int = 0) -> None:
         """Append the converted live jobs of ``jobs`` (document positions from ``first``) to ``out``."""
-        texts, states, exits, allocs = self.texts, self.states, self.exits, self.allocs
+        self._run(enumerate(jobs, first), out, False)  # type: ignore[arg-type]
+
+    def run_marked(self, jobs: Iterable[tuple[int, _Job]], out: list[SlurmJob | None]) -> None:
+        """``(document position, job)`` pairs → one entry per job in ``out``: the job, or
+        :data:`FINISHED` for a finished job that is dropped, or None for an invalid one."""
+        self._run(jobs, out, True)
+
+    def _run(self, jobs: Iterable[tuple[int, _Job]], out: list[SlurmJob | None], marks: bool) -> None:
+        # Hot loop (~100k jobs): plain ints (v0.0.36-38) take an inlined form of _num/epoch
+        # ("int, not negative, not a sentinel"); anything else goes through _num.
+        texts, states, exits, allocs, tres = self.texts, self.states, self.exits, self.allocs, self.tres
         include_finished, on_invalid = self.include_finished, self.on_invalid
         live = LIVE_JOB_STATES
+        sentinels = _SENTINELS
         append = out.append
-        for i, j in enumerate(jobs, first):
+        for i, j in jobs:
             raw_state = j.job_state
             key = raw_state if type(raw_state) is str else tuple(raw_state)
             state = states.get(key)
             if state is None:
                 state = states[key] = job_display_state(raw_state)
             if not include_finished and state not in live:
+                if marks:
+                    append(FINISHED)
                 continue
-            nodes = texts[j.nodes]
+            raw = j.nodes
+            nodes = texts[raw] if raw in texts else texts.__missing__(raw)
             alloc: dict[str, str] = {}
             if nodes is not None:
-                try:
-                    expand_cached(nodes)
-                except HostlistError as exc:
-                    msg = f"{exc} at $.jobs[{i}].nodes"
-                    if on_invalid is None:
-                        raise SlurmParseError(f"slurm jobs JSON: {msg}") from exc
-                    on_invalid(msg)
-                    continue
+                if nodes not in self.valid_nodes:
+                    try:
+                        expand_cached(nodes)
+                    except HostlistError as exc:
+                        msg = f"{exc} at $.jobs[{i}].nodes"
+                        if on_invalid is None:
+                            raise SlurmParseError(f"slurm jobs JSON: {msg}") from exc
+                        on_invalid(msg)
+                        if marks:
+                            append(None)
+                        continue
+                    self.valid_nodes.add(nodes)
                 detail = j.gres_detail
                 if detail:
                     akey = (nodes, tuple(detail))
@@ -294,17 +326,36 @@ class Converter:
                     pair = exits[exit_code] = decode_exit_obj(exit_code)
             else:
                 pair = decode_exit_obj(exit_code)
-            array_job = _num(j.array_job_id) or None  # 0 = not an array job (22.05)
+            v = j.array_job_id
+            array_job = (v if type(v) is int and v >= 0 and v not in sentinels else _num(v)) or None  # 0: no array
             if array_job is None:
                 task = task_str = None
             else:
-                task = _num(j.array_task_id)
-                task_str = texts[j.array_task_string]
-            node_count = _num(j.node_count)
-            submit = _num(j.submit_time)
-            start = _num(j.start_time)
-            end = _num(j.end_time)
-            limit = _num(j.time_limit)
+                v = j.array_task_id
+                task = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+                raw = j.array_task_string
+                task_str = texts[raw] if raw in texts else texts.__missing__(raw)
+            v = j.node_count
+            node_count = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+            raw = j.tres_req_str
+            gpus = tres[raw] if raw in tres else tres.__missing__(raw)  # the TRES total, when there is one
+            if gpus is None:
+                gpus = requested_gpus(raw, j.tres_per_job, j.tres_per_node, node_count)
+            raw = j.name
+            name = texts[raw] if raw in texts else texts.__missing__(raw)
+            raw = j.user_name
+            user = texts[raw] if raw in texts else texts.__missing__(raw)
+            raw = j.account
+            account = texts[raw] if raw in texts else texts.__missing__(raw)
+            raw = j.partition
+            partition = texts[raw] if raw in texts else texts.__missing__(raw)
+            raw = j.qos
+            qos = texts[raw] if raw in texts else texts.__missing__(raw)
+            raw = j.state_description
+            reason = texts[raw] if raw in texts else texts.__missing__(raw)
+            if not reason:
+                raw = j.state_reason
+                reason = texts[raw] if raw in texts else texts.__missing__(raw)
             # Two calls, not one: a call site with more than 15 keyword arguments compiles
             # to CALL_FUNCTION_EX (a kwargs dict), which costs more than both of these.
             job = SlurmJob(
@@ -312,31 +363,42 @@ class Converter:
                 array_job_id=array_job,
                 array_task_id=task,
                 array_task_str=task_str,
-                name=texts[j.name],
-                user=texts[j.user_name],
-                account=texts[j.account],
-                partition=texts[j.partition],
-                qos=texts[j.qos],
+                name=name,
+                user=user,
+                account=account,
+                partition=partition,
+                qos=qos,
                 state=state,
-                reason=texts[j.state_description] or texts[j.state_reason],
+                reason=reason,
                 nodes=nodes,
                 num_nodes=node_count,
-                gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
+                gpus_requested=gpus,
                 gpus_alloc=alloc,
             )
+            v = j.submit_time
+            submit = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            v = j.start_time
+            start = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            v = j.end_time
+            end = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            v = j.time_limit
+            limit = (v or None) if type(v) is int and v >= 0 and v not in sentinels else minutes(v)
+            v = j.restart_cnt
+            restarts = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+            v = j.priority
             append(
                 _replace(
                     job,
-                    submit_time=float(submit) if submit else None,
-                    start_time=float(start) if start else None,
-                    end_time=float(end) if end else None,
-                    time_limit_min=limit or None,
+                    submit_time=submit,
+                    start_time=start,
+                    end_time=end,
+                    time_limit_min=limit,
                     exit_code=pair[0],
                     exit_signal=pair[1],
-                    restart_count=_num(j.restart_cnt),
+                    restart_count=restarts,
                     batch=j.batch_flag,
                     requeueable=j.requeue,
-                    priority=_num(j.priority),
+                    priority=v if type(v) is int and v >= 0 and v not in sentinels else _num(v),
                 )
             )
 
