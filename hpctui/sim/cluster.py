@@ -79,7 +79,6 @@ class SimCluster:
         self._gpus: dict[str, tuple[Gpu, ...]] = {}
         self._ib: dict[str, tuple[IbPort, ...]] = {}
         self._mounts: dict[str, tuple[Mount, ...]] = {}
-        self._ibc: dict[str, list[dict[str, int]]] = {}
         self._last_read: dict[str, float] = {}
         self._jobs: tuple[SlurmJob, ...] = ()
         self._pods: tuple[Pod, ...] = tuple(sp.pod for sp in self.sim_pods)
@@ -212,52 +211,85 @@ class SimCluster:
         dt = max(0.0, t - self._last_read.get(name, t))
         self._last_read[name] = t
         busy = self._busy(spec)
+        incident = name in self.incident_nodes
         if spec.n_gpus:
+            layout = self.mig.get(name)
+            old_gpus = self._gpus.get(name)
             gpus = []
+            same = old_gpus is not None
             for i in range(spec.n_gpus):
-                layout = self.mig.get(name)
                 g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name],
                                         mig_profiles=layout[i] if layout else None)
-                if name in self.incident_nodes:
+                if incident:
                     g = self.incidents.patch_gpu(g, t)
+                if old_gpus is not None and g == old_gpus[i]:
+                    g = old_gpus[i]  # unchanged: the same object, so the app can skip it
+                else:
+                    same = False
                 gpus.append(g)
-            self._gpus[name] = tuple(gpus)
-        self._ib[name] = self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
-        self._mounts[name] = metrics.mount_readings(
+            if not same:
+                self._gpus[name] = tuple(gpus)
+        self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
+        mounts = metrics.mount_readings(
             name, t, phase, slow=name == self.place.slow_node,
             hung_target="/lustre/scratch" if name == self.place.hung_node else None)
+        old_mounts = self._mounts.get(name)
+        if old_mounts is None or mounts != old_mounts:
+            if old_mounts is not None:
+                mounts = tuple(o if o == m else m for o, m in zip(old_mounts, mounts, strict=True))
+            self._mounts[name] = mounts
 
-    def _read_ib(self, spec: NodeSpec, t: float, dt: float, busy: bool) -> tuple[IbPort, ...]:
+    def _read_ib(self, spec: NodeSpec, t: float, dt: float, busy: bool) -> None:
+        """Advance the node's port counters by ``dt`` and store its ports.
+
+        A port's counters live in its IbPort's own dict (no second copy); its deltas hold the
+        counters that moved, like the probe's (an empty read shares one all-zero dict). A port
+        whose reading did not change is kept as the same object, and so is the node's tuple."""
         name, phase = spec.name, self.phase[spec.name]
-        olds = self._ibc.get(name)
-        if olds is None:
-            olds = [dict.fromkeys(metrics.IB_COUNTERS, 0) for _ in spec.ib_devices]
-            for k, c in enumerate(olds):
-                c["port_xmit_data"] = c["port_rcv_data"] = int(phase * 1e12) + k * 7_919_000
-                c["port_xmit_packets"] = c["port_rcv_packets"] = int(phase * 1e9) + k * 1931
-        ports, news = [], []
+        olds = self._ib.get(name)
+        incident = name in self.incident_nodes
+        flap_here = name == self.place.flap_node
+        ports: list[IbPort] = []
+        same = olds is not None
         for k, dev in enumerate(spec.ib_devices):
-            old = olds[k]
-            new = dict(old)
-            up, rate = self.incidents.ib_link(name, dev) if name in self.incident_nodes else (True, None)
+            old_port = olds[k] if olds is not None else None
+            old = old_port.counters if old_port is not None else metrics.initial_ib_counters(phase, k)
+            up, rate = self.incidents.ib_link(name, dev) if incident else (True, None)
+            new = old
+            deltas = metrics.ZERO_DELTAS
             if up:
                 words, pkts = metrics.ib_traffic(busy, t, phase + k, dt, rate or spec.ib_max_gbps)
-                new["port_xmit_data"] += words
-                new["port_rcv_data"] += words - words // 50
-                new["port_xmit_packets"] += pkts
-                new["port_rcv_packets"] += pkts
-                if busy:
-                    new["port_xmit_wait"] += int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0)))
+                wait = int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0))) if busy else 0
+                if words or pkts or wait:
+                    new = old.copy()
+                    rcv = words - words // 50
+                    new["port_xmit_data"] += words
+                    new["port_rcv_data"] += rcv
+                    new["port_xmit_packets"] += pkts
+                    new["port_rcv_packets"] += pkts
+                    new["port_xmit_wait"] += wait
+                    deltas = {c: v for c, v in (("port_xmit_wait", wait), ("port_xmit_data", words),
+                                                ("port_rcv_data", rcv), ("port_xmit_packets", pkts),
+                                                ("port_rcv_packets", pkts)) if v}
             flaps, last_down = 0, None
-            if name == self.place.flap_node and dev == self.place.flap_dev:
-                new.update(self.incidents.flap_counters)
+            if flap_here and dev == self.place.flap_dev:
+                moved = {c: v - old[c] for c, v in self.incidents.flap_counters.items() if v != old[c]}
+                if moved:
+                    if new is old:
+                        new = old.copy()
+                    new.update(self.incidents.flap_counters)
+                    deltas = dict(moved) if deltas is metrics.ZERO_DELTAS else {**moved, **deltas}
                 # the probe's flap memory: the port stays listed as flapping while it is up again
                 flaps, last_down = self.incidents.flap_downs, self.incidents.flap_last_down
-            deltas = {c: new[c] - old[c] for c in metrics.IB_COUNTERS}
-            news.append(new)
+            if (old_port is not None and new is old and deltas is old_port.deltas
+                    and old_port.flaps == flaps and old_port.last_down == last_down
+                    and old_port.is_up == up and old_port.rate_gbps == (spec.ib_max_gbps if rate is None else rate)):
+                ports.append(old_port)  # nothing moved: the same object
+                continue
+            same = False
             ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate, flaps=flaps, last_down=last_down))
-        self._ibc[name] = news
-        return tuple(ports)
+        if not same:
+            self._ib[name] = tuple(ports)
 
     def _rebuild_slurm(self, spec: NodeSpec) -> None:
         a, adm = self.workload.alloc[spec.name], self.admin[spec.name]
