@@ -9,7 +9,7 @@ nodes that changed or whose turn it is in the rolling refresh, so a tick at
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -39,13 +39,16 @@ REFRESH_SHARE = 16  # above it, a rolling 1/16 (at least 512) plus changed and i
 DRAIN_FINISH_TICKS = 2  # running jobs on a node set to reboot ASAP end this many ticks later
 REBOOT_TICKS = 2
 DRIVER = "550.90.07"
+READY_CONDITIONS = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False",
+                    "NetworkUnavailable": "False"}
+READY_MESSAGES = {"Ready": "kubelet is posting ready status"}
 
 
 @dataclass(slots=True)
 class NodeAdmin:
     """What admins and failures did to a node (Slurm flags/reason, K8s cordon)."""
 
-    flags: set[str] = field(default_factory=set)
+    flags: frozenset[str] = frozenset()  # shared by every node without flags; replaced, never mutated
     reason: str | None = None
     reason_user: str | None = None
     reason_time: float | None = None
@@ -103,11 +106,11 @@ class SimCluster:
     def _init_admin(self) -> None:
         p = self.place
         xid = self.admin[p.xid_node]
-        xid.flags.add("DRAIN")
+        xid.flags |= {"DRAIN"}
         xid.reason, xid.reason_user, xid.reason_time = DRAIN_REASON, "root", self.t0 - 1800
         for spec in self.topo.gpu_nodes:
             if spec.k8s_reserved:
-                self.admin[spec.name].flags.add("RESERVED")
+                self.admin[spec.name].flags |= {"RESERVED"}
 
     # -- time ----------------------------------------------------------------------
     def advance(self, t: float) -> None:
@@ -172,7 +175,7 @@ class SimCluster:
         for name, adm in self.admin.items():
             if "REBOOT_REQUESTED" in adm.flags and not self.workload.alloc[name].jobs:
                 adm.flags -= {"REBOOT_REQUESTED"}
-                adm.flags.add("REBOOT_ISSUED")
+                adm.flags |= {"REBOOT_ISSUED"}
                 adm.reboot_done_tick = self.tick + REBOOT_TICKS
                 self._admin_dirty.add(name)
                 self._event(t, "slurm", f"node/{name}", Severity.INFO, "reboot issued")
@@ -321,7 +324,7 @@ class SimCluster:
             self.workload.jobs[j].cpus_per_node * (spec.mem_mb // spec.cpus)
             for j in a.jobs if j in self.workload.jobs)
         self._slurm[spec.name] = SlurmNodeInfo(
-            base_state=base, flags=frozenset(adm.flags), reason=clean_optional(adm.reason),
+            base_state=base, flags=adm.flags, reason=clean_optional(adm.reason),
             reason_user=clean_optional(adm.reason_user),
             reason_time=adm.reason_time, partitions=spec.partitions, features=spec.features,
             cpus_total=spec.cpus, cpus_alloc=a.cpus, memory_total_mb=spec.mem_mb, memory_alloc_mb=mem_alloc,
@@ -332,10 +335,12 @@ class SimCluster:
     def _rebuild_k8s(self, spec: NodeSpec) -> None:
         adm = self.admin[spec.name]
         notready = spec.name == self.place.notready_node
-        status = "Unknown" if notready else "False"
-        conditions = {"Ready": "Unknown" if notready else "True", "MemoryPressure": status,
-                      "DiskPressure": status, "PIDPressure": status, "NetworkUnavailable": "False"}
-        messages = {"Ready": NOTREADY_MESSAGE} if notready else {"Ready": "kubelet is posting ready status"}
+        if notready:
+            conditions = {"Ready": "Unknown", "MemoryPressure": "Unknown", "DiskPressure": "Unknown",
+                          "PIDPressure": "Unknown", "NetworkUnavailable": "False"}
+            messages = {"Ready": NOTREADY_MESSAGE}
+        else:  # every ready node shares these two (frozen readings: never mutated)
+            conditions, messages = READY_CONDITIONS, READY_MESSAGES
         taints: list[Taint] = []
         if notready:
             taints += [Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),
@@ -398,7 +403,7 @@ class SimCluster:
 
     def drain(self, name: str, reason: str, user: str, t: float) -> str | None:
         adm = self.admin[name]
-        adm.flags.add("DRAIN")
+        adm.flags |= {"DRAIN"}
         adm.reason, adm.reason_user, adm.reason_time = reason, user, t
         # As the preview says: running jobs finish first (at their own end), nothing is killed;
         # the node shows DRAINING until they have, then DRAINED.
