@@ -8,6 +8,7 @@ nodes that changed or whose turn it is in the rolling refresh, so a tick at
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -86,6 +87,9 @@ class SimCluster:
         self._jobs: tuple[SlurmJob, ...] = ()
         self._pods: tuple[Pod, ...] = tuple(sp.pod for sp in self.sim_pods)
         self._admin_dirty: set[str] = set()
+        self._reboot_watch: set[str] = set()  # nodes with a reboot requested or under way
+        self._order = {n.name: k for k, n in enumerate(self.specs)}
+        self._counts: tuple[tuple[SlurmJob, ...], int, int] | None = None  # jobs -> (running, pending)
         self._cursor = 0
         # MIG layout per GPU (None: MIG off); changed by the MIG wizard after a short delay
         self.mig: dict[str, list[tuple[str, ...] | None]] = {}
@@ -172,7 +176,9 @@ class SimCluster:
             self._event(t, "demo", f"node/{name}", Severity.INFO, f"MIG layout {label} applied")
 
     def _reboots(self, t: float) -> None:
-        for name, adm in self.admin.items():
+        # only nodes a reboot was asked for (not all 20k every tick), in node order as before
+        for name in sorted(self._reboot_watch, key=self._order.__getitem__):
+            adm = self.admin[name]
             if "REBOOT_REQUESTED" in adm.flags and not self.workload.alloc[name].jobs:
                 adm.flags -= {"REBOOT_REQUESTED"}
                 adm.flags |= {"REBOOT_ISSUED"}
@@ -186,6 +192,8 @@ class SimCluster:
                 self.incidents.rebooted(name, t)
                 self._admin_dirty.add(name)
                 self._event(t, "slurm", f"node/{name}", Severity.INFO, "rebooted, back in service")
+            if "REBOOT_REQUESTED" not in adm.flags and adm.reboot_done_tick is None:
+                self._reboot_watch.discard(name)
 
     def _crashloops(self, t: float) -> None:
         changed = False
@@ -220,9 +228,7 @@ class SimCluster:
             old_gpus = self._gpus.get(name)
             gpus = []
             same = old_gpus is not None
-            for i in range(spec.n_gpus):
-                g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name],
-                                        mig_profiles=layout[i] if layout else None)
+            for i, g in enumerate(metrics.gpu_readings(spec, t, busy, phase, self.ecc_agg[name], layout)):
                 if incident:
                     g = self.incidents.patch_gpu(g, t)
                 if old_gpus is not None and g == old_gpus[i]:
@@ -253,6 +259,8 @@ class SimCluster:
         incident = name in self.incident_nodes
         flap_here = name == self.place.flap_node
         ports: list[IbPort] = []
+        sin, replace = math.sin, msgspec.structs.replace
+        W53, W13 = metrics.W53, metrics.W13
         same = olds is not None
         for k, dev in enumerate(spec.ib_devices):
             old_port = olds[k] if olds is not None else None
@@ -261,8 +269,15 @@ class SimCluster:
             new = old
             deltas = metrics.ZERO_DELTAS
             if up:
-                words, pkts = metrics.ib_traffic(busy, t, phase + k, dt, rate or spec.ib_max_gbps)
-                wait = int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0))) if busy else 0
+                # metrics.ib_traffic() and the wait counter, written out (same arithmetic)
+                if busy:
+                    ph = phase + k
+                    octets = (0.55 + 0.35 * sin(t * W53 + ph)) * (rate or spec.ib_max_gbps) * 1e9 / 8.0 * dt
+                    words, pkts = int(octets / 4), int(octets / 4096)
+                    wait = int(dt * 40 * (1.0 + sin(t * W13 + ph)))
+                else:
+                    octets = 0.002 * (rate or spec.ib_max_gbps) * 1e9 / 8.0 * dt
+                    words, pkts, wait = int(octets / 4), int(octets / 4096), 0
                 if words or pkts or wait:
                     new = old.copy()
                     rcv = words - words // 50
@@ -270,10 +285,15 @@ class SimCluster:
                     new["port_rcv_data"] += rcv
                     new["port_xmit_packets"] += pkts
                     new["port_rcv_packets"] += pkts
-                    new["port_xmit_wait"] += wait
-                    deltas = {c: v for c, v in (("port_xmit_wait", wait), ("port_xmit_data", words),
-                                                ("port_rcv_data", rcv), ("port_xmit_packets", pkts),
-                                                ("port_rcv_packets", pkts)) if v}
+                    if wait:
+                        new["port_xmit_wait"] += wait
+                        deltas = {"port_xmit_wait": wait, "port_xmit_data": words, "port_rcv_data": rcv,
+                                  "port_xmit_packets": pkts, "port_rcv_packets": pkts}
+                    else:
+                        deltas = {"port_xmit_data": words, "port_rcv_data": rcv,
+                                  "port_xmit_packets": pkts, "port_rcv_packets": pkts}
+                    if not (words and rcv and pkts):  # a trickle: only what moved
+                        deltas = {c: v for c, v in deltas.items() if v}
             flaps, last_down = 0, None
             if flap_here and dev == self.place.flap_dev:
                 moved = {c: v - old[c] for c, v in self.incidents.flap_counters.items() if v != old[c]}
@@ -290,7 +310,8 @@ class SimCluster:
                 ports.append(old_port)  # nothing moved: the same object
                 continue
             same = False
-            ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate, flaps=flaps, last_down=last_down))
+            ports.append(replace(metrics.port_template(spec.ib_max_gbps, up, rate), node=name, device=dev,
+                                 counters=new, deltas=deltas, flaps=flaps, last_down=last_down))
         if not same:
             self._ib[name] = tuple(ports)
 
@@ -376,8 +397,10 @@ class SimCluster:
 
     # -- output --------------------------------------------------------------------------
     def controller(self, t: float) -> ControllerHealth:
-        running = sum(1 for j in self._jobs if j.state == "RUNNING")
-        pending = sum(1 for j in self._jobs if j.state == "PENDING")
+        if self._counts is None or self._counts[0] is not self._jobs:
+            states = [j.state for j in self._jobs]
+            self._counts = (self._jobs, states.count("RUNNING"), states.count("PENDING"))
+        _, running, pending = self._counts
         w = metrics.wave(t, 0.3, 60.0)
         return ControllerHealth(
             reachable=True, server_thread_count=3 + int(2 + 2 * w), agent_queue_size=0,
@@ -425,6 +448,7 @@ class SimCluster:
     def reboot(self, name: str, reason: str, user: str, t: float) -> str | None:
         adm = self.admin[name]
         adm.flags |= {"DRAIN", "REBOOT_REQUESTED"}
+        self._reboot_watch.add(name)
         adm.reason = f"Reboot ASAP: {reason}" if reason else "Reboot ASAP"
         adm.reason_user, adm.reason_time = user, t
         for job in self.workload.running_on(name):

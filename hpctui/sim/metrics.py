@@ -118,6 +118,53 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
     )
 
 
+def gpu_readings(spec: NodeSpec, t: float, busy: set[int] | frozenset[int], phase: float, ecc_agg: int,
+                 layout: list[tuple[str, ...] | None] | None) -> list[Gpu]:
+    """All of a node's GPUs: ``gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, ecc_agg, layout[i])``
+    for each, with the common (non-MIG) case written out once per node instead of per call."""
+    tmpl = _template(spec)
+    intern = _intern_float
+    replace = msgspec.structs.replace
+    total = tmpl.memory_total_mib
+    assert total is not None
+    name, uuids = spec.name, spec.gpu_uuids
+    idle_throttle, cap_throttle = int(ThrottleReason.GPU_IDLE), int(ThrottleReason.SW_POWER_CAP)
+    out = []
+    for i in range(spec.n_gpus):
+        ph = phase + 0.7 * i
+        on = i in busy
+        profiles = layout[i] if layout else None
+        if profiles is not None:
+            out.append(gpu_reading(spec, i, t, on, ph, ecc_agg, mig_profiles=profiles))
+            continue
+        if on:
+            u = 82.0 + 12.0 * _sin(t * _W97 + ph) + 5.0 * _sin(t * _W23 + 2.3 * ph)
+            util = round(min(100.0, max(0.0, u)), 0)
+            temp = round(31.0 + 0.46 * util + 1.5 * _sin(t * _W181 + ph), 0)
+            power = round((118.0 + 5.6 * util) + 6.0 * _sin(t * _W41 + ph), 1)
+            mem_util = round(util * 0.55, 0)
+            used = round(total * (0.78 + 0.12 * _sin(t * _W300 + ph)), 0)
+            out.append(replace(
+                tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
+                util_pct=intern(util, util), mem_util_pct=intern(mem_util, mem_util),
+                memory_used_mib=intern(used, used), temp_c=intern(temp, temp),
+                hbm_temp_c=intern(temp + 6.0, temp + 6.0), power_w=intern(power, power), sm_clock_mhz=1980.0,
+                ecc_corrected_aggregate=ecc_agg, mig_mode_current=False, mig_mode_pending=False,
+                throttle_reasons=cap_throttle if power > 640.0 else 0, pcie_gen_current=5,
+            ))
+        else:
+            temp = round(31.0 + 0.46 * 0.0 + 1.5 * _sin(t * _W181 + ph), 0)
+            power = round(68.0 + 6.0 * _sin(t * _W41 + ph), 1)
+            out.append(replace(
+                tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
+                util_pct=0.0, mem_util_pct=0.0, memory_used_mib=4.0, temp_c=intern(temp, temp),
+                hbm_temp_c=intern(temp + 6.0, temp + 6.0), power_w=intern(power, power), sm_clock_mhz=345.0,
+                ecc_corrected_aggregate=ecc_agg, mig_mode_current=False, mig_mode_pending=False,
+                throttle_reasons=idle_throttle, pcie_gen_current=1,
+            ))
+    return out
+
+
 def profile_mib(profile: str) -> float:
     """Usable MiB of a MIG profile ("3g.40gb" → ~40 GB less the driver's share)."""
     for p, mib in (*MIG_BALANCED[H100], *MIG_BALANCED[H200]):
@@ -183,6 +230,22 @@ def ib_traffic(busy: bool, t: float, phase: float, dt: float, gbps: float) -> tu
     return int(octets / 4), int(octets / 4096)
 
 
+W53, W13 = 2.0 * math.pi / 53.0, 2.0 * math.pi / 13.0  # wave() periods of traffic and xmit_wait
+_PORT_TEMPLATES: dict[tuple[float, bool, float | None], IbPort] = {}
+
+
+def port_template(max_gbps: float, up: bool, rate: float | None) -> IbPort:
+    """What ``ib_port`` fills in besides node, device, counters, deltas and flap memory."""
+    key = (max_gbps, up, rate)
+    tmpl = _PORT_TEMPLATES.get(key)
+    if tmpl is None:
+        r = max_gbps if rate is None else rate
+        tmpl = _PORT_TEMPLATES[key] = IbPort(
+            node="", device="", port=1, state="ACTIVE" if up else "DOWN", phys_state="LinkUp" if up else "Polling",
+            rate_gbps=r, rate_text=RATE_TEXT.get(r), max_rate_gbps=max_gbps, link_layer="InfiniBand")
+    return tmpl
+
+
 def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[str, int], *,
             up: bool = True, rate: float | None = None, flaps: int = 0, last_down: float | None = None) -> IbPort:
     rate = spec.ib_max_gbps if rate is None else rate
@@ -194,6 +257,9 @@ def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[
     )
 
 
+_W71 = 2.0 * math.pi / 71.0
+
+
 def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_target: str | None = None,
                    ) -> tuple[Mount, ...]:
     out = []
@@ -202,9 +268,10 @@ def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_t
             out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=MountState.HUNG,
                              latency_ms=None, detail="stat -f timed out after 5 s"))
             continue
-        lat = round(base * (1.0 + 0.4 * wave(t, phase + k, 71.0)), 2)
+        lat = round(base * (1.0 + 0.4 * _sin(t * _W71 + (phase + k))), 2)
         if slow and fstype == "nfs4":
             lat = round(1800.0 + 300.0 * wave(t, phase, 29.0), 1)
         state = MountState.SLOW if lat > SLOW_MS else MountState.OK
-        out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state, latency_ms=lat))
+        out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state,
+                         latency_ms=_intern_float(lat, lat)))
     return tuple(out)
