@@ -212,7 +212,7 @@ class SimCluster:
             self.workload.changed = False
 
     # -- per-node readings ---------------------------------------------------------
-    def _busy(self, spec: NodeSpec) -> set[int]:
+    def _busy(self, spec: NodeSpec) -> set[int] | frozenset[int]:
         if spec.k8s_reserved:
             return set(range(min(spec.n_gpus, self.pod_gpus.get(spec.name, 0))))
         return self.workload.alloc[spec.name].gpus
