@@ -227,17 +227,14 @@ class SimCluster:
             layout = self.mig.get(name)
             old_gpus = self._gpus.get(name)
             gpus = []
-            same = old_gpus is not None
             for i, g in enumerate(metrics.gpu_readings(spec, t, busy, phase, self.ecc_agg[name], layout)):
                 if incident:
                     g = self.incidents.patch_gpu(g, t)
                 if old_gpus is not None and g == old_gpus[i]:
                     g = old_gpus[i]  # unchanged: the same object, so the app can skip it
-                else:
-                    same = False
                 gpus.append(g)
-            if not same:
-                self._gpus[name] = tuple(gpus)
+            # always a new tuple: the store takes a history sample per new tuple (a reading happened)
+            self._gpus[name] = tuple(gpus)
         self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
         mounts = metrics.mount_readings(
             name, t, phase, slow=name == self.place.slow_node,
