@@ -137,13 +137,15 @@ def gpu_readings(spec: NodeSpec, t: float, busy: set[int] | frozenset[int], phas
         if profiles is not None:
             out.append(gpu_reading(spec, i, t, on, ph, ecc_agg, mig_profiles=profiles))
             continue
+        # float(round(x)) is round(x, 0) for x >= 0 (both round the exact binary value half to
+        # even; only -0.0 would differ) at a third of the cost; every value rounded so is >= 0
         if on:
             u = 82.0 + 12.0 * _sin(t * _W97 + ph) + 5.0 * _sin(t * _W23 + 2.3 * ph)
-            util = round(min(100.0, max(0.0, u)), 0)
-            temp = round(31.0 + 0.46 * util + 1.5 * _sin(t * _W181 + ph), 0)
+            util = float(round(min(100.0, max(0.0, u))))
+            temp = float(round(31.0 + 0.46 * util + 1.5 * _sin(t * _W181 + ph)))
             power = round((118.0 + 5.6 * util) + 6.0 * _sin(t * _W41 + ph), 1)
-            mem_util = round(util * 0.55, 0)
-            used = round(total * (0.78 + 0.12 * _sin(t * _W300 + ph)), 0)
+            mem_util = float(round(util * 0.55))
+            used = float(round(total * (0.78 + 0.12 * _sin(t * _W300 + ph))))
             out.append(replace(
                 tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
                 util_pct=intern(util, util), mem_util_pct=intern(mem_util, mem_util),
@@ -153,7 +155,7 @@ def gpu_readings(spec: NodeSpec, t: float, busy: set[int] | frozenset[int], phas
                 throttle_reasons=cap_throttle if power > 640.0 else 0, pcie_gen_current=5,
             ))
         else:
-            temp = round(31.0 + 0.46 * 0.0 + 1.5 * _sin(t * _W181 + ph), 0)
+            temp = float(round(31.0 + 0.46 * 0.0 + 1.5 * _sin(t * _W181 + ph)))
             power = round(68.0 + 6.0 * _sin(t * _W41 + ph), 1)
             out.append(replace(
                 tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
