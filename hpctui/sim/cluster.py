@@ -8,8 +8,9 @@ nodes that changed or whose turn it is in the rolling refresh, so a tick at
 
 from __future__ import annotations
 
+import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -39,13 +40,16 @@ REFRESH_SHARE = 16  # above it, a rolling 1/16 (at least 512) plus changed and i
 DRAIN_FINISH_TICKS = 2  # running jobs on a node set to reboot ASAP end this many ticks later
 REBOOT_TICKS = 2
 DRIVER = "550.90.07"
+READY_CONDITIONS = {"Ready": "True", "MemoryPressure": "False", "DiskPressure": "False", "PIDPressure": "False",
+                    "NetworkUnavailable": "False"}
+READY_MESSAGES = {"Ready": "kubelet is posting ready status"}
 
 
 @dataclass(slots=True)
 class NodeAdmin:
     """What admins and failures did to a node (Slurm flags/reason, K8s cordon)."""
 
-    flags: set[str] = field(default_factory=set)
+    flags: frozenset[str] = frozenset()  # shared by every node without flags; replaced, never mutated
     reason: str | None = None
     reason_user: str | None = None
     reason_time: float | None = None
@@ -79,11 +83,13 @@ class SimCluster:
         self._gpus: dict[str, tuple[Gpu, ...]] = {}
         self._ib: dict[str, tuple[IbPort, ...]] = {}
         self._mounts: dict[str, tuple[Mount, ...]] = {}
-        self._ibc: dict[str, list[dict[str, int]]] = {}
         self._last_read: dict[str, float] = {}
         self._jobs: tuple[SlurmJob, ...] = ()
         self._pods: tuple[Pod, ...] = tuple(sp.pod for sp in self.sim_pods)
         self._admin_dirty: set[str] = set()
+        self._reboot_watch: set[str] = set()  # nodes with a reboot requested or under way
+        self._order = {n.name: k for k, n in enumerate(self.specs)}
+        self._counts: tuple[tuple[SlurmJob, ...], int, int] | None = None  # jobs -> (running, pending)
         self._cursor = 0
         # MIG layout per GPU (None: MIG off); changed by the MIG wizard after a short delay
         self.mig: dict[str, list[tuple[str, ...] | None]] = {}
@@ -104,11 +110,11 @@ class SimCluster:
     def _init_admin(self) -> None:
         p = self.place
         xid = self.admin[p.xid_node]
-        xid.flags.add("DRAIN")
+        xid.flags |= {"DRAIN"}
         xid.reason, xid.reason_user, xid.reason_time = DRAIN_REASON, "root", self.t0 - 1800
         for spec in self.topo.gpu_nodes:
             if spec.k8s_reserved:
-                self.admin[spec.name].flags.add("RESERVED")
+                self.admin[spec.name].flags |= {"RESERVED"}
 
     # -- time ----------------------------------------------------------------------
     def advance(self, t: float) -> None:
@@ -170,10 +176,12 @@ class SimCluster:
             self._event(t, "demo", f"node/{name}", Severity.INFO, f"MIG layout {label} applied")
 
     def _reboots(self, t: float) -> None:
-        for name, adm in self.admin.items():
+        # only nodes a reboot was asked for (not all 20k every tick), in node order as before
+        for name in sorted(self._reboot_watch, key=self._order.__getitem__):
+            adm = self.admin[name]
             if "REBOOT_REQUESTED" in adm.flags and not self.workload.alloc[name].jobs:
                 adm.flags -= {"REBOOT_REQUESTED"}
-                adm.flags.add("REBOOT_ISSUED")
+                adm.flags |= {"REBOOT_ISSUED"}
                 adm.reboot_done_tick = self.tick + REBOOT_TICKS
                 self._admin_dirty.add(name)
                 self._event(t, "slurm", f"node/{name}", Severity.INFO, "reboot issued")
@@ -184,6 +192,8 @@ class SimCluster:
                 self.incidents.rebooted(name, t)
                 self._admin_dirty.add(name)
                 self._event(t, "slurm", f"node/{name}", Severity.INFO, "rebooted, back in service")
+            if "REBOOT_REQUESTED" not in adm.flags and adm.reboot_done_tick is None:
+                self._reboot_watch.discard(name)
 
     def _crashloops(self, t: float) -> None:
         changed = False
@@ -202,7 +212,7 @@ class SimCluster:
             self.workload.changed = False
 
     # -- per-node readings ---------------------------------------------------------
-    def _busy(self, spec: NodeSpec) -> set[int]:
+    def _busy(self, spec: NodeSpec) -> set[int] | frozenset[int]:
         if spec.k8s_reserved:
             return set(range(min(spec.n_gpus, self.pod_gpus.get(spec.name, 0))))
         return self.workload.alloc[spec.name].gpus
@@ -212,52 +222,95 @@ class SimCluster:
         dt = max(0.0, t - self._last_read.get(name, t))
         self._last_read[name] = t
         busy = self._busy(spec)
+        incident = name in self.incident_nodes
         if spec.n_gpus:
+            layout = self.mig.get(name)
+            old_gpus = self._gpus.get(name)
             gpus = []
-            for i in range(spec.n_gpus):
-                layout = self.mig.get(name)
-                g = metrics.gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, self.ecc_agg[name],
-                                        mig_profiles=layout[i] if layout else None)
-                if name in self.incident_nodes:
+            for i, g in enumerate(metrics.gpu_readings(spec, t, busy, phase, self.ecc_agg[name], layout)):
+                if incident:
                     g = self.incidents.patch_gpu(g, t)
+                if old_gpus is not None and g == old_gpus[i]:
+                    g = old_gpus[i]  # unchanged: the same object, so the app can skip it
                 gpus.append(g)
+            # always a new tuple: the store takes a history sample per new tuple (a reading happened)
             self._gpus[name] = tuple(gpus)
-        self._ib[name] = self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
-        self._mounts[name] = metrics.mount_readings(
+        self._read_ib(spec, t, dt, bool(busy) or bool(self.workload.alloc[name].jobs))
+        mounts = metrics.mount_readings(
             name, t, phase, slow=name == self.place.slow_node,
             hung_target="/lustre/scratch" if name == self.place.hung_node else None)
+        old_mounts = self._mounts.get(name)
+        if old_mounts is None or mounts != old_mounts:
+            if old_mounts is not None:
+                mounts = tuple(o if o == m else m for o, m in zip(old_mounts, mounts, strict=True))
+            self._mounts[name] = mounts
 
-    def _read_ib(self, spec: NodeSpec, t: float, dt: float, busy: bool) -> tuple[IbPort, ...]:
+    def _read_ib(self, spec: NodeSpec, t: float, dt: float, busy: bool) -> None:
+        """Advance the node's port counters by ``dt`` and store its ports.
+
+        A port's counters live in its IbPort's own dict (no second copy); its deltas hold the
+        counters that moved, like the probe's (an empty read shares one all-zero dict). A port
+        whose reading did not change is kept as the same object, and so is the node's tuple."""
         name, phase = spec.name, self.phase[spec.name]
-        olds = self._ibc.get(name)
-        if olds is None:
-            olds = [dict.fromkeys(metrics.IB_COUNTERS, 0) for _ in spec.ib_devices]
-            for k, c in enumerate(olds):
-                c["port_xmit_data"] = c["port_rcv_data"] = int(phase * 1e12) + k * 7_919_000
-                c["port_xmit_packets"] = c["port_rcv_packets"] = int(phase * 1e9) + k * 1931
-        ports, news = [], []
+        olds = self._ib.get(name)
+        incident = name in self.incident_nodes
+        flap_here = name == self.place.flap_node
+        ports: list[IbPort] = []
+        sin, replace = math.sin, msgspec.structs.replace
+        W53, W13 = metrics.W53, metrics.W13
+        same = olds is not None
         for k, dev in enumerate(spec.ib_devices):
-            old = olds[k]
-            new = dict(old)
-            up, rate = self.incidents.ib_link(name, dev) if name in self.incident_nodes else (True, None)
+            old_port = olds[k] if olds is not None else None
+            old = old_port.counters if old_port is not None else metrics.initial_ib_counters(phase, k)
+            up, rate = self.incidents.ib_link(name, dev) if incident else (True, None)
+            new = old
+            deltas = metrics.ZERO_DELTAS
             if up:
-                words, pkts = metrics.ib_traffic(busy, t, phase + k, dt, rate or spec.ib_max_gbps)
-                new["port_xmit_data"] += words
-                new["port_rcv_data"] += words - words // 50
-                new["port_xmit_packets"] += pkts
-                new["port_rcv_packets"] += pkts
+                # metrics.ib_traffic() and the wait counter, written out (same arithmetic)
                 if busy:
-                    new["port_xmit_wait"] += int(dt * 40 * (1.0 + metrics.wave(t, phase + k, 13.0)))
+                    ph = phase + k
+                    octets = (0.55 + 0.35 * sin(t * W53 + ph)) * (rate or spec.ib_max_gbps) * 1e9 / 8.0 * dt
+                    words, pkts = int(octets / 4), int(octets / 4096)
+                    wait = int(dt * 40 * (1.0 + sin(t * W13 + ph)))
+                else:
+                    octets = 0.002 * (rate or spec.ib_max_gbps) * 1e9 / 8.0 * dt
+                    words, pkts, wait = int(octets / 4), int(octets / 4096), 0
+                if words or pkts or wait:
+                    new = old.copy()
+                    rcv = words - words // 50
+                    new["port_xmit_data"] += words
+                    new["port_rcv_data"] += rcv
+                    new["port_xmit_packets"] += pkts
+                    new["port_rcv_packets"] += pkts
+                    if wait:
+                        new["port_xmit_wait"] += wait
+                        deltas = {"port_xmit_wait": wait, "port_xmit_data": words, "port_rcv_data": rcv,
+                                  "port_xmit_packets": pkts, "port_rcv_packets": pkts}
+                    else:
+                        deltas = {"port_xmit_data": words, "port_rcv_data": rcv,
+                                  "port_xmit_packets": pkts, "port_rcv_packets": pkts}
+                    if not (words and rcv and pkts):  # a trickle: only what moved
+                        deltas = {c: v for c, v in deltas.items() if v}
             flaps, last_down = 0, None
-            if name == self.place.flap_node and dev == self.place.flap_dev:
-                new.update(self.incidents.flap_counters)
+            if flap_here and dev == self.place.flap_dev:
+                moved = {c: v - old[c] for c, v in self.incidents.flap_counters.items() if v != old[c]}
+                if moved:
+                    if new is old:
+                        new = old.copy()
+                    new.update(self.incidents.flap_counters)
+                    deltas = dict(moved) if deltas is metrics.ZERO_DELTAS else {**moved, **deltas}
                 # the probe's flap memory: the port stays listed as flapping while it is up again
                 flaps, last_down = self.incidents.flap_downs, self.incidents.flap_last_down
-            deltas = {c: new[c] - old[c] for c in metrics.IB_COUNTERS}
-            news.append(new)
-            ports.append(metrics.ib_port(spec, dev, new, deltas, up=up, rate=rate, flaps=flaps, last_down=last_down))
-        self._ibc[name] = news
-        return tuple(ports)
+            if (old_port is not None and new is old and deltas is old_port.deltas
+                    and old_port.flaps == flaps and old_port.last_down == last_down
+                    and old_port.is_up == up and old_port.rate_gbps == (spec.ib_max_gbps if rate is None else rate)):
+                ports.append(old_port)  # nothing moved: the same object
+                continue
+            same = False
+            ports.append(replace(metrics.port_template(spec.ib_max_gbps, up, rate), node=name, device=dev,
+                                 counters=new, deltas=deltas, flaps=flaps, last_down=last_down))
+        if not same:
+            self._ib[name] = tuple(ports)
 
     def _rebuild_slurm(self, spec: NodeSpec) -> None:
         a, adm = self.workload.alloc[spec.name], self.admin[spec.name]
@@ -289,7 +342,7 @@ class SimCluster:
             self.workload.jobs[j].cpus_per_node * (spec.mem_mb // spec.cpus)
             for j in a.jobs if j in self.workload.jobs)
         self._slurm[spec.name] = SlurmNodeInfo(
-            base_state=base, flags=frozenset(adm.flags), reason=clean_optional(adm.reason),
+            base_state=base, flags=adm.flags, reason=clean_optional(adm.reason),
             reason_user=clean_optional(adm.reason_user),
             reason_time=adm.reason_time, partitions=spec.partitions, features=spec.features,
             cpus_total=spec.cpus, cpus_alloc=a.cpus, memory_total_mb=spec.mem_mb, memory_alloc_mb=mem_alloc,
@@ -300,10 +353,12 @@ class SimCluster:
     def _rebuild_k8s(self, spec: NodeSpec) -> None:
         adm = self.admin[spec.name]
         notready = spec.name == self.place.notready_node
-        status = "Unknown" if notready else "False"
-        conditions = {"Ready": "Unknown" if notready else "True", "MemoryPressure": status,
-                      "DiskPressure": status, "PIDPressure": status, "NetworkUnavailable": "False"}
-        messages = {"Ready": NOTREADY_MESSAGE} if notready else {"Ready": "kubelet is posting ready status"}
+        if notready:
+            conditions = {"Ready": "Unknown", "MemoryPressure": "Unknown", "DiskPressure": "Unknown",
+                          "PIDPressure": "Unknown", "NetworkUnavailable": "False"}
+            messages = {"Ready": NOTREADY_MESSAGE}
+        else:  # every ready node shares these two (frozen readings: never mutated)
+            conditions, messages = READY_CONDITIONS, READY_MESSAGES
         taints: list[Taint] = []
         if notready:
             taints += [Taint(key="node.kubernetes.io/unreachable", effect="NoSchedule"),
@@ -339,8 +394,10 @@ class SimCluster:
 
     # -- output --------------------------------------------------------------------------
     def controller(self, t: float) -> ControllerHealth:
-        running = sum(1 for j in self._jobs if j.state == "RUNNING")
-        pending = sum(1 for j in self._jobs if j.state == "PENDING")
+        if self._counts is None or self._counts[0] is not self._jobs:
+            states = [j.state for j in self._jobs]
+            self._counts = (self._jobs, states.count("RUNNING"), states.count("PENDING"))
+        _, running, pending = self._counts
         w = metrics.wave(t, 0.3, 60.0)
         return ControllerHealth(
             reachable=True, server_thread_count=3 + int(2 + 2 * w), agent_queue_size=0,
@@ -366,7 +423,7 @@ class SimCluster:
 
     def drain(self, name: str, reason: str, user: str, t: float) -> str | None:
         adm = self.admin[name]
-        adm.flags.add("DRAIN")
+        adm.flags |= {"DRAIN"}
         adm.reason, adm.reason_user, adm.reason_time = reason, user, t
         # As the preview says: running jobs finish first (at their own end), nothing is killed;
         # the node shows DRAINING until they have, then DRAINED.
@@ -388,6 +445,7 @@ class SimCluster:
     def reboot(self, name: str, reason: str, user: str, t: float) -> str | None:
         adm = self.admin[name]
         adm.flags |= {"DRAIN", "REBOOT_REQUESTED"}
+        self._reboot_watch.add(name)
         adm.reason = f"Reboot ASAP: {reason}" if reason else "Reboot ASAP"
         adm.reason_user, adm.reason_time = user, t
         for job in self.workload.running_on(name):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import msgspec
+
 from hpctui.model import Gpu, IbPort, MigInstance, Mount, MountState, ThrottleReason
 from hpctui.sim.topology import H100, H200, MIG_BALANCED, PCI_BUS_IDS, NodeSpec
 
@@ -39,6 +41,31 @@ def utilization(t: float, phase: float) -> float:
     return round(min(100.0, max(0.0, u)), 0)
 
 
+# Angular speeds of the waves below, computed as ``wave`` does so the values are bit-identical.
+_W97, _W23, _W181, _W41, _W300 = (2.0 * math.pi / p for p in (97.0, 23.0, 181.0, 41.0, 300.0))
+_sin = math.sin
+# One interned object per distinct float value (temperatures, powers, MiB...): 131k GPUs share a
+# few thousand float objects instead of holding eight each. Values repeat (rounded readings).
+_FLOATS: dict[float, float] = {}
+_intern_float = _FLOATS.setdefault
+# The fields every reading of a model shares (built once; readings are copies with the moving
+# fields replaced, which also shares the template's empty dicts instead of three new ones per GPU).
+_TEMPLATES: dict[str | None, Gpu] = {}
+
+
+def _template(spec: NodeSpec) -> Gpu:
+    tmpl = _TEMPLATES.get(spec.gpu_model)
+    if tmpl is None:
+        tmpl = _TEMPLATES[spec.gpu_model] = Gpu(
+            node="", index=0, model=spec.gpu_model, memory_total_mib=float(spec.gpu_mem_mib),
+            power_limit_w=POWER_LIMIT_W, ecc_corrected_volatile=0, ecc_uncorrected_volatile=0,
+            ecc_corrected_aggregate=0, ecc_uncorrected_aggregate=0, remapped_correctable=0,
+            remapped_uncorrectable=0, remap_pending=False, remap_failure=False, pcie_gen_max=5,
+            pcie_width_current=16, pcie_width_max=16, persistence_mode=True,
+        )
+    return tmpl
+
+
 def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, ecc_agg: int,
                 mig_profiles: tuple[str, ...] | bool | None = True, mig_pending: bool | None = None) -> Gpu:
     """One GPU as NVML would report it; MIG GPUs have no utilisation (FACTS §1).
@@ -51,16 +78,24 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
         profiles = None
     else:
         profiles = mig_profiles
-    total = float(spec.gpu_mem_mib)
-    util = utilization(t, phase) if busy else 0.0
-    temp = round(31.0 + 0.46 * util + 1.5 * wave(t, phase, 181.0), 0)
-    power = round((118.0 + 5.6 * util if busy else 68.0) + 6.0 * wave(t, phase, 41.0), 1)
+    tmpl = _template(spec)
+    intern = _intern_float
+    # the same arithmetic, in the same order, as utilization() and wave()
+    if busy:
+        u = 82.0 + 12.0 * _sin(t * _W97 + phase) + 5.0 * _sin(t * _W23 + 2.3 * phase)
+        util = round(min(100.0, max(0.0, u)), 0)
+    else:
+        util = 0.0
+    temp = round(31.0 + 0.46 * util + 1.5 * _sin(t * _W181 + phase), 0)
+    power = round((118.0 + 5.6 * util if busy else 68.0) + 6.0 * _sin(t * _W41 + phase), 1)
     throttle = int(ThrottleReason.GPU_IDLE) if not busy else (
         int(ThrottleReason.SW_POWER_CAP) if power > 640.0 else 0)
     mig: tuple[MigInstance, ...] = ()
     util_pct: float | None = util
     mem_util: float | None = round(util * 0.55, 0)
-    used = round(total * (0.78 + 0.12 * wave(t, phase, 300.0)), 0) if busy else 4.0
+    total = tmpl.memory_total_mib
+    assert total is not None
+    used = round(total * (0.78 + 0.12 * _sin(t * _W300 + phase)), 0) if busy else 4.0
     mig_on = profiles is not None
     if mig_on:
         mig = mig_instances(spec, index, t, phase, profiles)
@@ -70,18 +105,66 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
         power = round(95.0 + 260.0 * max((m.engine_active or 0.0 for m in mig), default=0.0), 1)
         temp = round(33.0 + 0.1 * (power - 95.0), 0)
         throttle = 0 if busy_any else int(ThrottleReason.GPU_IDLE)
-    return Gpu(
-        node=spec.name, index=index, uuid=spec.gpu_uuids[index], model=spec.gpu_model,
-        pci_bus_id=PCI_BUS_IDS[index % len(PCI_BUS_IDS)], util_pct=util_pct, mem_util_pct=mem_util,
-        memory_used_mib=used, memory_total_mib=total, temp_c=temp, hbm_temp_c=temp + 6.0,
-        power_w=power, power_limit_w=POWER_LIMIT_W, sm_clock_mhz=1980.0 if busy else 345.0,
-        ecc_corrected_volatile=0, ecc_uncorrected_volatile=0, ecc_corrected_aggregate=ecc_agg,
-        ecc_uncorrected_aggregate=0, remapped_correctable=0, remapped_uncorrectable=0,
-        remap_pending=False, remap_failure=False, mig_mode_current=mig_on,
+    return msgspec.structs.replace(
+        tmpl, node=spec.name, index=index, uuid=spec.gpu_uuids[index],
+        pci_bus_id=PCI_BUS_IDS[index % len(PCI_BUS_IDS)],
+        util_pct=None if util_pct is None else intern(util_pct, util_pct),
+        mem_util_pct=None if mem_util is None else intern(mem_util, mem_util),
+        memory_used_mib=intern(used, used), temp_c=intern(temp, temp), hbm_temp_c=intern(temp + 6.0, temp + 6.0),
+        power_w=intern(power, power), sm_clock_mhz=1980.0 if busy else 345.0,
+        ecc_corrected_aggregate=ecc_agg, mig_mode_current=mig_on,
         mig_mode_pending=mig_on if mig_pending is None else mig_pending,
-        mig_instances=mig, throttle_reasons=throttle, pcie_gen_current=5 if busy else 1, pcie_gen_max=5,
-        pcie_width_current=16, pcie_width_max=16, persistence_mode=True,
+        mig_instances=mig, throttle_reasons=throttle, pcie_gen_current=5 if busy else 1,
     )
+
+
+def gpu_readings(spec: NodeSpec, t: float, busy: set[int] | frozenset[int], phase: float, ecc_agg: int,
+                 layout: list[tuple[str, ...] | None] | None) -> list[Gpu]:
+    """All of a node's GPUs: ``gpu_reading(spec, i, t, i in busy, phase + 0.7 * i, ecc_agg, layout[i])``
+    for each, with the common (non-MIG) case written out once per node instead of per call."""
+    tmpl = _template(spec)
+    intern = _intern_float
+    replace = msgspec.structs.replace
+    total = tmpl.memory_total_mib
+    assert total is not None
+    name, uuids = spec.name, spec.gpu_uuids
+    idle_throttle, cap_throttle = int(ThrottleReason.GPU_IDLE), int(ThrottleReason.SW_POWER_CAP)
+    out = []
+    for i in range(spec.n_gpus):
+        ph = phase + 0.7 * i
+        on = i in busy
+        profiles = layout[i] if layout else None
+        if profiles is not None:
+            out.append(gpu_reading(spec, i, t, on, ph, ecc_agg, mig_profiles=profiles))
+            continue
+        # float(round(x)) is round(x, 0) for x >= 0 (both round the exact binary value half to
+        # even; only -0.0 would differ) at a third of the cost; every value rounded so is >= 0
+        if on:
+            u = 82.0 + 12.0 * _sin(t * _W97 + ph) + 5.0 * _sin(t * _W23 + 2.3 * ph)
+            util = float(round(min(100.0, max(0.0, u))))
+            temp = float(round(31.0 + 0.46 * util + 1.5 * _sin(t * _W181 + ph)))
+            power = round((118.0 + 5.6 * util) + 6.0 * _sin(t * _W41 + ph), 1)
+            mem_util = float(round(util * 0.55))
+            used = float(round(total * (0.78 + 0.12 * _sin(t * _W300 + ph))))
+            out.append(replace(
+                tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
+                util_pct=intern(util, util), mem_util_pct=intern(mem_util, mem_util),
+                memory_used_mib=intern(used, used), temp_c=intern(temp, temp),
+                hbm_temp_c=intern(temp + 6.0, temp + 6.0), power_w=intern(power, power), sm_clock_mhz=1980.0,
+                ecc_corrected_aggregate=ecc_agg, mig_mode_current=False, mig_mode_pending=False,
+                throttle_reasons=cap_throttle if power > 640.0 else 0, pcie_gen_current=5,
+            ))
+        else:
+            temp = float(round(31.0 + 0.46 * 0.0 + 1.5 * _sin(t * _W181 + ph)))
+            power = round(68.0 + 6.0 * _sin(t * _W41 + ph), 1)
+            out.append(replace(
+                tmpl, node=name, index=i, uuid=uuids[i], pci_bus_id=PCI_BUS_IDS[i % len(PCI_BUS_IDS)],
+                util_pct=0.0, mem_util_pct=0.0, memory_used_mib=4.0, temp_c=intern(temp, temp),
+                hbm_temp_c=intern(temp + 6.0, temp + 6.0), power_w=intern(power, power), sm_clock_mhz=345.0,
+                ecc_corrected_aggregate=ecc_agg, mig_mode_current=False, mig_mode_pending=False,
+                throttle_reasons=idle_throttle, pcie_gen_current=1,
+            ))
+    return out
 
 
 def profile_mib(profile: str) -> float:
@@ -113,11 +196,56 @@ def mig_instances(spec: NodeSpec, index: int, t: float, phase: float,
     return tuple(out)
 
 
+# Shared by every port whose read moved no counter (never mutated: ports are frozen readings).
+ZERO_DELTAS: dict[str, int] = dict.fromkeys(IB_COUNTERS, 0)
+
+
+def _key_sharing_dict(keys: tuple[str, ...]) -> dict[str, int]:
+    """A plain ``dict`` of ``keys`` (all 0) whose copies share one key table: CPython keeps an
+    instance's ``__dict__`` split, and ``dict.copy()`` of a split dict stays split. At 135k ports
+    that is ~30% less memory per counters dict; elsewhere it is an ordinary dict."""
+
+    class _Keys:
+        pass
+
+    holder = _Keys()
+    for key in keys:
+        setattr(holder, key, 0)
+    return holder.__dict__
+
+
+_COUNTERS_AT_ZERO = _key_sharing_dict(IB_COUNTERS)
+
+
+def initial_ib_counters(phase: float, k: int) -> dict[str, int]:
+    """Port ``k``'s counters before the first read: traffic so far, no errors."""
+    c = _COUNTERS_AT_ZERO.copy()
+    c["port_xmit_data"] = c["port_rcv_data"] = int(phase * 1e12) + k * 7_919_000
+    c["port_xmit_packets"] = c["port_rcv_packets"] = int(phase * 1e9) + k * 1931
+    return c
+
+
 def ib_traffic(busy: bool, t: float, phase: float, dt: float, gbps: float) -> tuple[int, int]:
     """(4-octet words, packets) moved in ``dt`` seconds; port_*_data count octets ÷ 4."""
     load = (0.55 + 0.35 * wave(t, phase, 53.0)) if busy else 0.002
     octets = load * gbps * 1e9 / 8.0 * dt
     return int(octets / 4), int(octets / 4096)
+
+
+W53, W13 = 2.0 * math.pi / 53.0, 2.0 * math.pi / 13.0  # wave() periods of traffic and xmit_wait
+_PORT_TEMPLATES: dict[tuple[float, bool, float | None], IbPort] = {}
+
+
+def port_template(max_gbps: float, up: bool, rate: float | None) -> IbPort:
+    """What ``ib_port`` fills in besides node, device, counters, deltas and flap memory."""
+    key = (max_gbps, up, rate)
+    tmpl = _PORT_TEMPLATES.get(key)
+    if tmpl is None:
+        r = max_gbps if rate is None else rate
+        tmpl = _PORT_TEMPLATES[key] = IbPort(
+            node="", device="", port=1, state="ACTIVE" if up else "DOWN", phys_state="LinkUp" if up else "Polling",
+            rate_gbps=r, rate_text=RATE_TEXT.get(r), max_rate_gbps=max_gbps, link_layer="InfiniBand")
+    return tmpl
 
 
 def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[str, int], *,
@@ -131,6 +259,9 @@ def ib_port(spec: NodeSpec, device: str, counters: dict[str, int], deltas: dict[
     )
 
 
+_W71 = 2.0 * math.pi / 71.0
+
+
 def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_target: str | None = None,
                    ) -> tuple[Mount, ...]:
     out = []
@@ -139,9 +270,10 @@ def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_t
             out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=MountState.HUNG,
                              latency_ms=None, detail="stat -f timed out after 5 s"))
             continue
-        lat = round(base * (1.0 + 0.4 * wave(t, phase + k, 71.0)), 2)
+        lat = round(base * (1.0 + 0.4 * _sin(t * _W71 + (phase + k))), 2)
         if slow and fstype == "nfs4":
             lat = round(1800.0 + 300.0 * wave(t, phase, 29.0), 1)
         state = MountState.SLOW if lat > SLOW_MS else MountState.OK
-        out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state, latency_ms=lat))
+        out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state,
+                         latency_ms=_intern_float(lat, lat)))
     return tuple(out)

@@ -29,6 +29,8 @@ GPU_NODE_CPUS = 112
 GPU_NODE_MEM_MB = 2_000_000
 CPU_NODE_CPUS = 128
 CPU_NODE_MEM_MB = 512_000
+GPU_NODE_IB = tuple(f"mlx5_{k}" for k in range(8))  # one tuple (and 8 strings) for all nodes
+CPU_NODE_IB = GPU_NODE_IB[:1]
 K8S_RESERVATION_EVERY = 8  # every 8th GPU node is reserved for Kubernetes work
 
 
@@ -102,7 +104,7 @@ def build_topology(size: int, seed: int) -> Topology:
             name=name, index=i, kind="gpu", gpu_model=model, n_gpus=GPUS_PER_NODE,
             partitions=tuple(parts), features=(short, "ib-ndr", "nvlink"),
             cpus=GPU_NODE_CPUS, mem_mb=GPU_NODE_MEM_MB,
-            ib_devices=tuple(f"mlx5_{k}" for k in range(8)), ib_max_gbps=400.0,
+            ib_devices=GPU_NODE_IB, ib_max_gbps=400.0,
             gpu_uuids=tuple(_uuid(rng, "GPU") for _ in range(GPUS_PER_NODE)),
             mig=i in mig_nodes and size >= 4,
             k8s_reserved=(i % K8S_RESERVATION_EVERY == K8S_RESERVATION_EVERY - 1) and i not in mig_nodes,
@@ -114,7 +116,7 @@ def build_topology(size: int, seed: int) -> Topology:
         cpu_nodes.append(NodeSpec(
             name=name, index=i, kind="cpu", gpu_model=None, n_gpus=0, partitions=("cpu",),
             features=("epyc", "ib-hdr"), cpus=CPU_NODE_CPUS, mem_mb=CPU_NODE_MEM_MB,
-            ib_devices=("mlx5_0",), ib_max_gbps=200.0, gpu_uuids=(), mig=False, k8s_reserved=False,
+            ib_devices=CPU_NODE_IB, ib_max_gbps=200.0, gpu_uuids=(), mig=False, k8s_reserved=False,
         ))
     by_name = {n.name: n for n in gpu_nodes + cpu_nodes}
     return Topology(

@@ -104,10 +104,26 @@ class SimJob:
         return self.cached
 
 
+_INDEX_SETS: dict[frozenset[int], frozenset[int]] = {}
+
+
+def _indices(gpus: frozenset[int]) -> frozenset[int]:
+    """One object per distinct set of busy GPU indices (at most 256 for 8 GPUs) for all nodes."""
+    return _INDEX_SETS.setdefault(gpus, gpus)
+
+
+def _first(n: int) -> tuple[int, ...]:
+    """``tuple(range(n))``, shared: GPUs 0..n-1 of every node a job holds whole or in part."""
+    return _FIRST.setdefault(n, tuple(range(n)))
+
+
+_FIRST: dict[int, tuple[int, ...]] = {}
+
+
 @dataclass(slots=True)
 class NodeAlloc:
     cpus: int = 0
-    gpus: set[int] = field(default_factory=set)
+    gpus: frozenset[int] = frozenset()  # one shared object per distinct index set (see _indices)
     jobs: set[int] = field(default_factory=set)
 
 
@@ -152,7 +168,7 @@ class Workload:
         for n in nodes:
             a = self.alloc[n]
             a.cpus += job.cpus_per_node
-            a.gpus.update(gpu_idx.get(n, ()))
+            a.gpus = _indices(a.gpus.union(gpu_idx.get(n, ())))
             a.jobs.add(job.job_id)
             self.dirty_nodes.add(n)
         heapq.heappush(self._ends, (end, job.job_id))
@@ -207,7 +223,7 @@ class Workload:
                 job.batch, job.name = False, "interactive"
             names = [n.name for n in chunk]
             start = t0 - rng.uniform(600, 40 * 3600)
-            self._start(job, names, {n: tuple(range(gpn)) for n in names}, t0, start, self._duration(job, t0, start))
+            self._start(job, names, dict.fromkeys(names, _first(gpn)), t0, start, self._duration(job, t0, start))
 
     def _array_job(self, part: str, spec: NodeSpec, t0: float) -> None:
         """``N_1..N_4`` running two GPUs each on one node; ``N_[5-16%4]`` pending."""
@@ -256,7 +272,7 @@ class Workload:
             if all(schedulable(n) and not self.alloc[n].jobs for n in nodes):
                 job = self._job(part, t, num_nodes=len(nodes), gpn=gpn, cpn=cpn, gpu=gpn > 0)
                 job.submit_time = t - self.rng.uniform(30, 7200)
-                self._start(job, nodes, {n: tuple(range(gpn)) for n in nodes} if gpn else {}, t, t,
+                self._start(job, nodes, dict.fromkeys(nodes, _first(gpn)) if gpn else {}, t, t,
                             self._duration(job, t, t))
         while self._ends and self._ends[0][0] <= t:
             _, job_id = heapq.heappop(self._ends)
@@ -275,7 +291,7 @@ class Workload:
         for n in job.nodes:
             a = self.alloc[n]
             a.cpus = max(0, a.cpus - job.cpus_per_node)
-            a.gpus.difference_update(job.gpu_idx.get(n, ()))
+            a.gpus = _indices(a.gpus.difference(job.gpu_idx.get(n, ())))
             a.jobs.discard(job.job_id)
             self.dirty_nodes.add(n)
 

@@ -231,7 +231,7 @@ class DemoSource:
             active = params.get("start", "now") == "now"
             for n in plan.targets:
                 if active:
-                    sim.admin[n].flags.add("MAINTENANCE")
+                    sim.admin[n].flags |= {"MAINTENANCE"}
                     sim.mark(n)
             sim._event(t, "slurm", f"reservation/{name}", Severity.INFO,
                        f"maintenance reservation {name} created on {collect(list(plan.targets))}")
@@ -246,7 +246,7 @@ class DemoSource:
                                                 "Requested reservation is invalid"))
                     continue
                 for n in nodes:
-                    sim.admin[n].flags.discard("MAINTENANCE")
+                    sim.admin[n].flags -= {"MAINTENANCE"}
                     sim.mark(n)
                 sim._event(t, "slurm", f"reservation/{target}", Severity.INFO, f"reservation {target} deleted")
             else:
