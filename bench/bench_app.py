@@ -103,8 +103,9 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def sim_cost(size: int, ticks: int = 4) -> tuple[float, float, float]:
-    """(mean ms per tick, % of one core at a 2 s refresh, RSS MB) of the simulator alone, in a subprocess."""
+def sim_cost(size: int, ticks: int = 4, src: Path | None = None) -> tuple[float, float, float]:
+    """(mean ms per tick, % of one core at a 2 s refresh, RSS MB) of the simulator alone, in a
+    subprocess, with ``src``'s code (another checkout) or this one's."""
     code = f"""
 import time
 from hpctui.sim import SimCluster
@@ -117,7 +118,9 @@ for k in range(1, {ticks} + 1):
 rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS:")][0] / 1024
 print(sum(ts) / len(ts), rss)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    tree = src if src is not None else ROOT
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tree, env=env)
     # CPU time, not wall time: comparable with the app's /proc CPU figures on a busy machine
     mean, rss = (float(v) for v in out.stdout.split())
     return mean * 1000, 100 * mean / 2.0, rss
@@ -265,8 +268,8 @@ def main(argv: list[str]) -> None:
     results = []
     for size in args.sizes:
         sim = sim_cost(size)
-        if args.compare is not None:
-            r = run_size(size, args, args.compare.resolve(), "before", sim)
+        if args.compare is not None:  # each checkout's own simulator, so "app" subtracts the right one
+            r = run_size(size, args, args.compare.resolve(), "before", sim_cost(size, src=args.compare.resolve()))
             results.append(r)
             print(f"  {size} before: done ({r.load})", file=sys.stderr, flush=True)
         r = run_size(size, args, None, "after" if args.compare is not None else "", sim)

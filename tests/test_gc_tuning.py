@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import msgspec
+import pytest
 
 import hpctui.model
 from hpctui.ui.widgets.tables import LinkRow, MountRow
@@ -38,7 +39,7 @@ def test_every_model_struct_and_pane_row_is_untracked_by_the_gc() -> None:
     assert not gc.is_tracked(IbPort(node="n", device="mlx5_0", port=1, counters={"symbol_error": 1}))
 
 
-def test_the_app_freezes_once_its_first_data_is_drawn() -> None:
+def test_the_app_freezes_after_its_first_frame_and_collects_after_drawing_data() -> None:
     code = textwrap.dedent("""
         import asyncio, gc
         from hpctui import gc_tuning
@@ -49,18 +50,35 @@ def test_the_app_freezes_once_its_first_data_is_drawn() -> None:
             gc_tuning.tune()
             app = HpcApp(demo_runtime(size=8, seed=1), autostart=False, freeze_gc=True)
             async with app.run_test(size=(120, 40)) as pilot:
-                before = gc.get_freeze_count()
+                await pilot.pause()
+                frozen = gc.get_freeze_count()
+                collections = gc_tuning.stats["collections"]
                 await app.runtime.collect_once()
                 app.refresh_from_store()
                 for _ in range(5):
                     await pilot.pause()
-                print(gc.get_threshold()[0], before, gc.get_freeze_count())
+                print(*gc.get_threshold(), frozen, collections, gc_tuning.stats["collections"])
 
         asyncio.run(main())
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    threshold, before, after = map(int, out.stdout.split())
-    from hpctui.gc_tuning import GEN0_THRESHOLD
+    gen0, _, gen2, frozen, before, after = map(int, out.stdout.split())
+    from hpctui.gc_tuning import GEN0_THRESHOLD, OLD_GEN_THRESHOLD
 
-    assert threshold == GEN0_THRESHOLD
-    assert before == 0 and after > 10_000  # Textual, the widgets and the first snapshot: out of every collection
+    assert (gen0, gen2) == (GEN0_THRESHOLD, OLD_GEN_THRESHOLD)
+    assert frozen > 10_000  # Textual and the widgets, after the first frame, before any data
+    assert before == 0 and after == 1  # the app's own full collection, once data was drawn
+
+
+def test_collect_runs_when_due_and_later_on_a_heap_that_takes_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpctui import gc_tuning
+
+    monkeypatch.setattr(gc_tuning, "_next_collect", 0.0)
+    monkeypatch.setattr(gc_tuning, "stats", {"collections": 0, "seconds": 0.0})
+    assert gc_tuning.collect(now=1000.0)
+    assert not gc_tuning.collect(now=1000.0 + gc_tuning.COLLECT_EVERY_S / 2)
+    assert gc_tuning.collect(now=1000.0 + gc_tuning.COLLECT_EVERY_S)
+    ticks = iter([0.0, 1.0])  # a collection that took 1 s: the next one 40 s later, not 5
+    monkeypatch.setattr(gc_tuning.time, "perf_counter", lambda: next(ticks))
+    assert gc_tuning.collect(now=2000.0)
+    assert not gc_tuning.collect(now=2030.0) and gc_tuning.stats["collections"] == 3

@@ -57,8 +57,7 @@ class HpcApp(App[None]):
                  autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
                  clusters: ClusterSet | None = None, freeze_gc: bool = False) -> None:
         super().__init__()
-        self.freeze_gc = freeze_gc  # the installed command: hpctui.gc_tuning after data is drawn
-        self._gc_frozen = False
+        self.freeze_gc = freeze_gc  # the installed command: see hpctui.gc_tuning
         self.keymap = dict(keymap or {})  # binding id -> keys, checked (hpctui.ui.keymap.check_keymap)
         self.clusters = clusters  # the configured clusters `:cluster NAME` switches between
         self._refresh_asked = False  # `r` pressed: say so when its data is drawn
@@ -125,17 +124,25 @@ class HpcApp(App[None]):
             self.push_screen(WallScreen(self.runtime))
         if self.handle_signals:
             signals.install(asyncio.get_running_loop(), self._on_exit_signal)
+        painted: asyncio.Event | None = None
         if self.autostart:
             # Started here, not deferred past the first paint: a runtime started from a later
             # callback left the app deaf to SIGHUP while a collect hung (test_hardening_signals).
             # A heavy first collect (the demo's simulator at 4k nodes, ~1 s in a thread) waits
             # for the first frame: it would otherwise halve the speed of drawing it, through
             # the GIL. Collects that wait on daemons start at once, alongside the drawing.
-            painted: asyncio.Event | None = None
-            if self.runtime.first_collect_heavy:
-                painted = asyncio.Event()
-                self.dashboard.call_after_refresh(painted.set)  # queued on the screen: after its first refresh
+            painted = asyncio.Event() if self.runtime.first_collect_heavy else None
             self._start_runtime(painted)
+        # Queued on the screen: runs after its first refresh.
+        self.dashboard.call_after_refresh(self._first_frame_drawn, painted)
+
+    def _first_frame_drawn(self, painted: asyncio.Event | None) -> None:
+        if self.freeze_gc:  # Textual and the widgets, alive for good: out of every collection
+            from hpctui import gc_tuning
+
+            gc_tuning.freeze_startup()
+        if painted is not None:
+            painted.set()
 
     def _start_runtime(self, after: asyncio.Event | None = None) -> None:
         if self.shutting_down:
@@ -196,11 +203,10 @@ class HpcApp(App[None]):
         snapshot = store.snapshot()
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
             self.dashboard.update_snapshot(snapshot)
-        if self.freeze_gc and snapshot.nodes:  # the installed command: see hpctui.gc_tuning
+        if self.freeze_gc:  # the installed command: see hpctui.gc_tuning
             from hpctui import gc_tuning
 
-            self.call_after_refresh(gc_tuning.collect if self._gc_frozen else gc_tuning.freeze_startup)
-            self._gc_frozen = True
+            self.call_after_refresh(gc_tuning.collect)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
             update = getattr(screen, "update_snapshot", None)
             if screen is not self.dashboard and callable(update):
