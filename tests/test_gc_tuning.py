@@ -75,10 +75,10 @@ def test_collect_runs_when_due_and_later_on_a_heap_that_takes_long(monkeypatch: 
 
     monkeypatch.setattr(gc_tuning, "_next_collect", 0.0)
     monkeypatch.setattr(gc_tuning, "stats", {"collections": 0, "seconds": 0.0})
+    took = iter([0.0, 0.01, 0.0, 0.01, 0.0, 1.0])  # perf_counter around each collection: 10 ms, 10 ms, 1 s
+    monkeypatch.setattr(gc_tuning.time, "perf_counter", lambda: next(took))
     assert gc_tuning.collect(now=1000.0)
     assert not gc_tuning.collect(now=1000.0 + gc_tuning.COLLECT_EVERY_S / 2)
     assert gc_tuning.collect(now=1000.0 + gc_tuning.COLLECT_EVERY_S)
-    ticks = iter([0.0, 1.0])  # a collection that took 1 s: the next one 40 s later, not 5
-    monkeypatch.setattr(gc_tuning.time, "perf_counter", lambda: next(ticks))
-    assert gc_tuning.collect(now=2000.0)
+    assert gc_tuning.collect(now=2000.0)  # this one "took" 1 s: the next is due 40 s later, not 5
     assert not gc_tuning.collect(now=2030.0) and gc_tuning.stats["collections"] == 3
