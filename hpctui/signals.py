@@ -37,17 +37,23 @@ def install(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -
 EXIT_DEADLINE_S = 45.0  # > hpctui.runtime.ACTION_GRACE_S (30 s): actions in flight finish first
 
 
-def arm_exit_deadline(code: int, deadline_s: float = EXIT_DEADLINE_S) -> threading.Thread:
-    """After ``deadline_s``, if the process is still here: kill our children, exit with ``code``
-    (128+signal after a signal)."""
+def arm_exit_deadline(code: int, deadline_s: float | None = None) -> threading.Thread:
+    """After ``deadline_s`` (default EXIT_DEADLINE_S), if the process is still here: kill our
+    children, exit with ``code`` (128+signal after a signal)."""
+    if deadline_s is None:
+        deadline_s = EXIT_DEADLINE_S
 
     def expire() -> None:
         time.sleep(deadline_s)
         from hpctui.sources.slurm.runner import kill_children
 
-        kill_children()
-        os.write(2, f"hpctui: exiting took over {deadline_s:g}s; ending now\n".encode())
-        os._exit(code)
+        try:
+            kill_children()
+            os.write(2, f"hpctui: exiting took over {deadline_s:g}s; ending now\n".encode())
+        except Exception:  # the terminal is gone (EIO on a hung-up tty): end anyway
+            pass
+        finally:
+            os._exit(code)
 
     watchdog = threading.Thread(target=expire, name="exit-deadline", daemon=True)
     watchdog.start()

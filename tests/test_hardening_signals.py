@@ -224,6 +224,61 @@ def test_exit_deadline_ends_a_process_whose_shutdown_hangs() -> None:
     assert b"ending now" in proc.stderr
 
 
+def test_exit_deadline_ends_the_process_when_its_terminal_is_gone() -> None:
+    """The deadline's last words go to stderr: on a terminal that hung up that write fails
+    (EIO), and it used to end the watchdog thread instead of the process."""
+    master, slave = pty.openpty()
+    code = ("import os, time\nfrom hpctui.signals import arm_exit_deadline\n"
+            "time.sleep(0.5)  # the terminal goes away meanwhile\n"
+            "arm_exit_deadline(129, deadline_s=0.2)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                            start_new_session=True)
+    os.close(slave)
+    os.close(master)  # hang up: writes to the slave now fail
+    try:
+        assert proc.wait(timeout=60) == 129
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _controlling_tty() -> None:  # in the child: the pty is its terminal, as under ssh or tmux
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_a_tui_whose_terminal_closes_while_starting_ends_by_itself(tmp_path: Path) -> None:
+    """The terminal closing during the first second (``tmux kill-server``, an SSH drop): the
+    app gets SIGHUP and EOF while starting, and Textual's shutdown can then block writing to the
+    dead terminal, with the event loop (and so the SIGHUP handler) stuck behind it. The exit
+    deadline, armed at the start of every shutdown, still ends the process; so does its own
+    last message failing with EIO (both used to leave the process behind for good)."""
+    code = ("import sys, hpctui.signals as s\ns.EXIT_DEADLINE_S = 2.0\nimport hpctui.cli as c\n"
+            "sys.exit(c.main(['--demo', '--demo-size', '16']))\n")
+    ended = []
+    for delay in (0.3, 0.45, 0.6, 0.75, 0.9):
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave,
+                                env=dict(os.environ, TERM="xterm", XDG_CONFIG_HOME=str(tmp_path),
+                                         XDG_STATE_HOME=str(tmp_path)),
+                                start_new_session=True, preexec_fn=_controlling_tty)
+        os.close(slave)
+        time.sleep(delay)
+        os.close(master)  # the terminal goes away
+        try:
+            ended.append(proc.wait(timeout=60))
+        except subprocess.TimeoutExpired:
+            ended.append(None)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert None not in ended, ended
+
+
 def test_exit_deadline_leaves_in_flight_actions_their_grace() -> None:
     from hpctui.runtime import ACTION_GRACE_S
     from hpctui.signals import EXIT_DEADLINE_S

@@ -163,9 +163,20 @@ class HpcApp(App[None]):
         """Every way out (q, a signal, the terminal going away) arms a deadline first: Textual's
         shutdown can block for good once the terminal is gone (its writer queue full, nobody
         draining it: seen after `tmux kill-server`), and a TUI must not outlive its session."""
+        self._arm_exit_deadline(return_code)
+        super().exit(result, return_code, message)
+
+    def _arm_exit_deadline(self, return_code: int) -> None:
         if self._exit_deadline is None and not self.is_headless:  # (never in a test process: Pilot is headless)
             self._exit_deadline = signals.arm_exit_deadline(return_code)
-        super().exit(result, return_code, message)
+
+    async def _shutdown(self) -> None:
+        """Textual's shutdown, under the exit deadline whatever started it. The terminal going
+        away mid-start (the input thread reads EOF) ends the app without ``exit()``, and the
+        shutdown then blocks writing to that terminal; with the event loop blocked, the SIGHUP
+        that follows is never handled: before this, such a process stayed for good."""
+        self._arm_exit_deadline(self.return_code or 0)
+        await super()._shutdown()
 
     # -- data flow ------------------------------------------------------------
     def _on_store_change(self) -> None:
