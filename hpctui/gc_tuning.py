@@ -43,12 +43,13 @@ def tune() -> None:
 
 def freeze_startup() -> None:
     """Once: collect, then move every object alive now out of future collections."""
-    global _frozen
+    global _frozen, _next_collect
     if _frozen:
         return
     _frozen = True
     gc.collect()
     gc.freeze()
+    _next_collect = time.monotonic() + COLLECT_EVERY_S  # that was one: the next when due
 
 
 def collect(now: float | None = None) -> bool:

@@ -48,6 +48,9 @@ FALLBACK_THEMES = ("dark", "light", "wall")
 WALL_ACTIONS = frozenset({"quit"})  # the only key the wall display answers (q, ctrl+q)
 
 
+FREEZE_AFTER_S = 0.5  # after the first frame: see _first_frame_drawn
+
+
 class HpcApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "hpctui"
@@ -137,12 +140,14 @@ class HpcApp(App[None]):
         self.dashboard.call_after_refresh(self._first_frame_drawn, painted)
 
     def _first_frame_drawn(self, painted: asyncio.Event | None) -> None:
+        if painted is not None:
+            painted.set()
         if self.freeze_gc:  # Textual and the widgets, alive for good: out of every collection
             from hpctui import gc_tuning
 
-            gc_tuning.freeze_startup()
-        if painted is not None:
-            painted.set()
+            # A moment later: its full collection holds the GIL, and the frame (written by
+            # Textual's writer thread) or the first data must not wait for it.
+            self.set_timer(FREEZE_AFTER_S, gc_tuning.freeze_startup)
 
     def _start_runtime(self, after: asyncio.Event | None = None) -> None:
         if self.shutting_down:
