@@ -19,6 +19,11 @@ sys.path.insert(0, str(ROOT))
 from hpctui.health import node_findings  # noqa: E402
 from hpctui.runtime import demo_runtime  # noqa: E402
 from hpctui.ui.app import HpcApp  # noqa: E402
+from hpctui.ui.widgets.gpu_panel import LineStack  # noqa: E402
+
+# The node panel drops a shorter node's blank tail a moment after arrowing stops (LineStack):
+# a screenshot shows the panel as it settles, not the moment in between.
+LineStack.SHRINK_AFTER_S = 0.0
 
 FIXED = 1_750_000_000.0
 SEED = 7

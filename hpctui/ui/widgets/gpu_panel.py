@@ -285,7 +285,10 @@ class LineStack(Vertical):
                 widget.update(line, layout=False)  # a fixed-size line: no layout pass
         self._lines = shown
         if shrink and need < self._visible:
-            self._shrink = self.set_timer(self.SHRINK_AFTER_S, partial(self._hide_tail, need))
+            if self.SHRINK_AFTER_S <= 0:  # (screenshots: the settled panel at once)
+                self._hide_tail(need)
+            else:
+                self._shrink = self.set_timer(self.SHRINK_AFTER_S, partial(self._hide_tail, need))
 
     def _hide_tail(self, keep: int) -> None:
         self._shrink = None
