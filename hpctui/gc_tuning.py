@@ -14,7 +14,7 @@ latencies. What replaces that (``bench/bench_app.py`` measures the effect):
 - the automatic collections of the old generation are off (their threshold is huge), and
   the app runs :func:`collect` itself right after it has drawn a new snapshot, at most every
   COLLECT_EVERY_S: a full collection of what is not frozen, at a moment when nothing waits
-  (~30 ms at 4,096 demo nodes, ~170 ms at 16,384, where it then runs every ~7 s), instead
+  (~60 ms at 4,096 demo nodes, ~170 ms at 16,384, where it then runs every ~7 s), instead
   of one at a random moment, in the middle of a key press.
 
 The explicit collection matters: garbage cycles (finished workers, tasks, their callbacks)
