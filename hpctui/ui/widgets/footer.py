@@ -10,7 +10,7 @@ widget that renders one line, and repaints only when the keys it shows actually 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -131,17 +131,17 @@ class KeyBar(Widget, can_focus=False):
             start = line.cell_len
             key_text, desc_text = f" {e.display} ", f"{e.description} " if e.description else ""
             if start + cell_len(key_text) + cell_len(desc_text) > room:  # a key is shown whole or not at all
-                placed.append(_placed(e, start, start))
+                placed.append(replace(e, start=start, end=start))
                 room = start  # and nothing after it: the order is the priority
                 continue
             dim = None if e.enabled else DIM
             line.append(key_text, style=key_style + dim)
             line.append(desc_text, style=desc_style + dim)
-            placed.append(_placed(e, start, line.cell_len))
+            placed.append(replace(e, start=start, end=line.cell_len))
         room = max(0, width - right.cell_len)
         line.pad_right(room - line.cell_len)
         if palette:
-            placed.append(_placed(palette[0], room, room + right.cell_len))
+            placed.append(replace(palette[0], start=room, end=room + right.cell_len))
             line.append_text(right)
         self._placed = tuple(placed)
         return line
@@ -158,8 +158,3 @@ class KeyBar(Widget, can_focus=False):
                 else:
                     self.app.bell()
                 return
-
-
-def _placed(entry: KeyEntry, start: int, end: int) -> KeyEntry:
-    return KeyEntry(entry.key, entry.display, entry.description, entry.action, entry.enabled,
-                    entry.palette, start, end)
