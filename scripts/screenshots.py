@@ -54,6 +54,8 @@ async def shoot(name: str, theme: str, *, wall: bool = False, worst_node: bool =
             if keys:
                 await pilot.press(*keys)
                 await pilot.pause()
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause()
             path = Path(app.save_screenshot(f"{name}.svg", str(OUT)))
     return path
 
