@@ -23,3 +23,6 @@ async def load(app: HpcApp, pilot: object) -> None:
     await app.runtime.collect_once()
     app.refresh_from_store()
     await pilot.pause()  # type: ignore[attr-defined]
+    # Pane sizes fitted to the data (fit_top) take one more layout pass to reach the widgets:
+    # wait for it, so a test reads the settled screen, as a user sees it a frame later.
+    await pilot.pause()  # type: ignore[attr-defined]
