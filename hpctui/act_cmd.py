@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ALIASES = {"mig": ActionKind.MIG_RECONFIGURE}
+POD_ACTIONS = frozenset({ActionKind.DELETE_PODS})  # targets: namespace/name (comma or space separated)
 
 
 def action_kind(name: str) -> ActionKind:
@@ -33,6 +34,7 @@ def action_kind(name: str) -> ActionKind:
 
 def split_targets(kind: ActionKind, expr: str) -> list[str]:
     """Job actions: a comma/space list of ids (array ranges ``12_[1,3]`` kept whole).
+    Pod actions: ``namespace/name`` items, comma or space separated.
     Node actions: hostlist expressions (``gpu[01-04],cpu7``), split only between expressions."""
     out: list[str] = []
     depth = 0
@@ -42,7 +44,7 @@ def split_targets(kind: ActionKind, expr: str) -> list[str]:
             depth += 1
         elif ch == "]":
             depth = max(0, depth - 1)
-        if depth == 0 and (ch.isspace() or (ch == "," and kind in JOB_ACTIONS | NAME_ACTIONS)):
+        if depth == 0 and (ch.isspace() or (ch == "," and kind in JOB_ACTIONS | NAME_ACTIONS | POD_ACTIONS)):
             if cur:
                 out.append(cur)
             cur = ""
@@ -64,7 +66,7 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
 
 
 def _targets_text(plan: ActionPlan) -> str:
-    if plan.kind in JOB_ACTIONS | NAME_ACTIONS:
+    if plan.kind in JOB_ACTIONS | NAME_ACTIONS | POD_ACTIONS:  # pods: namespace/name each, never a hostlist
         return ",".join(plan.targets)
     try:
         return collect(list(plan.targets))

@@ -3,7 +3,8 @@
 One document (:func:`build_report`) is made from one snapshot, the store's history and the
 audit trail; the three files are renderings of it. Every cluster string goes through
 :func:`hpctui.sanitize.clean_text`, every secret from the config is redacted from every
-string, and the HTML escapes everything and links nothing.
+string, the HTML escapes everything and links nothing, and the Markdown backslash-escapes every cluster
+string (:func:`md_escape`) so that none of it renders as a link, an image, HTML or markup.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model import gpu as gpu_model
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.model.jobs import jobs_by_id
+from hpctui.private_files import private_dir, write_private
 from hpctui.sanitize import clean_text
 
 REDACTED = "[redacted]"
@@ -373,13 +375,41 @@ def _header_lines(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
             ("scope", f"nodes {', '.join(doc['scope']['nodes']) or '-'}; jobs {', '.join(doc['scope']['jobs']) or '-'}")]
 
 
-def _md_escape(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+# Markdown: every ASCII punctuation character may be backslash-escaped and then stands for itself
+# (CommonMark 0.31, "Backslash escapes"). Escaped always: what opens inline markup (emphasis, code,
+# links, images, raw HTML, entities, GFM tables/strikethrough/autolinks, math, attributes). ``.`` and
+# ``:`` only next to a letter, which is where a URL scheme (``http:``) or a domain (``www.x``,
+# ``evil.com``) needs them, so numbers and times stay readable.
+_MD_ALWAYS = frozenset("\\`*_{}[]()<>#!|~$&@^")
+_MD_NEAR_LETTER = frozenset(".:")
+
+
+def md_escape(s: str) -> str:
+    """``s`` as Markdown inline text that renders literally: no link, image, HTML, emphasis or code span
+    can start inside it, and it never ends a line or a table cell."""
+    out: list[str] = []
+    for i, ch in enumerate(s):
+        if ch in "\r\n":
+            out.append(" ")
+        elif ch in _MD_ALWAYS or (ch in _MD_NEAR_LETTER and (
+                (i > 0 and s[i - 1].isalpha()) or (i + 1 < len(s) and s[i + 1].isalpha()))):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def md_code_block(text: str) -> list[str]:
+    """``text`` as a fenced code block whose fence no line of ``text`` can close (longer than any backtick
+    run in it); the lines between the fences are shown verbatim."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, text, fence]
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
-    out = [f"# {_md_escape(doc['title'])}", ""]
-    out.extend(f"- **{k}**: {_md_escape(v)}" for k, v in _header_lines(doc))
+    out = [f"# {md_escape(doc['title'])}", ""]
+    out.extend(f"- **{k}**: {md_escape(v)}" for k, v in _header_lines(doc))
     for title, key, cols in SECTIONS:
         out += ["", f"## {title}", ""]
         rows = _rows(doc, key, cols)
@@ -388,14 +418,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             continue
         out.append("| " + " | ".join(h for h, _ in cols) + " |")
         out.append("|" + "---|" * len(cols))
-        out.extend("| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows)
+        out.extend("| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows)
     out += ["", "## GPU history", ""]
     if not doc["charts"]:
         out.append("_not enough history in the window for a chart (a headless report collects once; "
                    "reports made from the app chart the session's history)_")
     for node_charts in doc["charts"].values():
         for chart in node_charts.values():
-            out += ["```", chart, "```", ""]
+            out += [*md_code_block(chart), ""]
     return "\n".join(out) + "\n"
 
 
@@ -434,9 +464,8 @@ def render_html(doc: Mapping[str, Any]) -> str:
 
 
 def write_report(doc: Mapping[str, Any], directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = [directory / "report.json", directory / "report.md", directory / "report.html"]
-    paths[0].write_bytes(msgspec.json.format(msgspec.json.encode(doc)) + b"\n")
-    paths[1].write_text(render_markdown(doc), encoding="utf-8")
-    paths[2].write_text(render_html(doc), encoding="utf-8")
-    return paths
+    """report.json, report.md and report.html in ``directory`` (made 0700 where missing), each 0600."""
+    private_dir(directory)
+    return [write_private(directory / "report.json", msgspec.json.format(msgspec.json.encode(doc)) + b"\n"),
+            write_private(directory / "report.md", render_markdown(doc).encode()),
+            write_private(directory / "report.html", render_html(doc).encode())]

@@ -55,11 +55,15 @@ def gpu_count(snapshot: ClusterSnapshot, name: str) -> str:
 
 
 def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float | None = None) -> str:
+    """The compact table: one line per source (then each of its warnings and failed parts), one per
+    node, job and pod counts, queues, and every finding of warning and worse."""
     now = time.time() if now is None else now
     lines = [f"cluster {snapshot.cluster}  nodes {len(snapshot.nodes)}  jobs {len(snapshot.jobs)}  pods {len(snapshot.pods)}"]
     for health in snapshot.sources.values():
         status = "ok" if health.ok else f"ERROR: {health.last_error}"
         lines.append(f"source {health.name} ({health.kind}): {status}, data {_ago(health.age(now))}")
+        lines.extend(f"  warning: {w}" for w in health.warnings)  # every one (README): records dropped, ...
+        lines.extend(f"  warning: {part} not read: {why}" for part, why in health.part_errors.items())
     lines.append("")
     header = f"{'NODE':<14} {'SLURM':<22} {'K8S':<10} {'GPUS':>5} {'UTIL%':>6} {'TEMPC':>6}  WORST"
     lines.append(header)

@@ -17,7 +17,9 @@ it is named, killed by pid, and the run fails.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -94,3 +96,62 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     else:
         print(message)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- (3) No test writes into the real user's hpctui dirs (issue #19 §7) -------------------------------
+# Before any test runs, every test and child gets a per-session HOME and XDG_{CONFIG,STATE,CACHE,DATA}_HOME.
+# Test beds' caches outside the checkout stay where they are: their defaults are resolved first
+# (tests/testbed/k8s: $HPCTUI_K8SLAB, default ~/.cache/hpctui-k8slab). At the end the real
+# ~/.local/state/hpctui and ~/.config/hpctui (and the $XDG_* ones) must list as before (paths, sizes,
+# mtimes), else the run fails and says what changed.
+os.environ.setdefault("HPCTUI_K8SLAB", str(Path.home() / ".cache" / "hpctui-k8slab"))
+REAL_HPCTUI_DIRS = tuple(dict.fromkeys(Path(base) / "hpctui" for base in (
+    os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state", Path.home() / ".local" / "state",
+    os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config", Path.home() / ".config")))
+TEST_HOME = Path(tempfile.mkdtemp(prefix="hpctui-test-home-"))
+os.environ["HOME"] = str(TEST_HOME)
+for _var, _sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state"),
+                   ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+    os.environ[_var] = str(TEST_HOME / _sub)
+
+
+def dir_listing(dirs: tuple[Path, ...]) -> dict[str, tuple[int, int, int]]:
+    """path -> (mode, size, mtime_ns) of each of ``dirs`` and everything below (symlinks not followed)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for top in dirs:
+        for path in [top, *(top.rglob("*") if top.is_dir() and not top.is_symlink() else ())]:
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            out[str(path)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+REAL_LISTING = dir_listing(REAL_HPCTUI_DIRS)
+
+
+class _RealHomeGuard:
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        now = dir_listing(REAL_HPCTUI_DIRS)
+        changed = sorted(p for p in REAL_LISTING.keys() | now.keys() if REAL_LISTING.get(p) != now.get(p))
+        if not os.environ.get("HPCTUI_KEEP_TEST_HOME"):
+            shutil.rmtree(TEST_HOME, ignore_errors=True)
+        if not changed:
+            return
+        lines = "\n".join(f"  {'added' if p not in REAL_LISTING else 'removed' if p not in now else 'changed'}: {p}"
+                          for p in changed[:20])
+        message = (f"the test run changed the real user's hpctui dirs ({len(changed)} path(s); a test must use "
+                   f"tmp_path, or an hpctui of the user's ran meanwhile):\n{lines}")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "real home touched", red=True)
+            reporter.write_line(message)
+        else:
+            print(message)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_RealHomeGuard(), "hpctui-real-home-guard")

@@ -345,7 +345,7 @@ class HpcApp(App[None]):
             self.notify("no node selected for the report", severity="warning")
             return
         try:
-            out = export_report(self.runtime, nodes, self.save_screenshot)
+            out = export_report(self.runtime, nodes, self.export_screenshot)
         except (OSError, ValueError) as exc:
             self.notify(f"report failed: {exc}", severity="error", markup=False)
             return

@@ -7,14 +7,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hpctui.config import default_state_dir
+from hpctui.private_files import private_dir, write_private
 from hpctui.report import build_report, write_report
 from hpctui.runtime import Runtime
 
 REPORT_WINDOW_S = 3600.0
 
 
-def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[..., object] | None = None,
+def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[[], str] | None = None,
                   directory: Path | None = None, since_s: float = REPORT_WINDOW_S) -> Path:
+    """Write the report for ``nodes`` (and ``screen.svg``, the SVG text ``screenshot()`` returns) into
+    ``directory`` or a new directory under the state dir's ``reports/``; every file 0600, every
+    directory made 0700. Returns the directory."""
     snapshot = runtime.store.snapshot()
     now = runtime.clock()
     out = directory or default_state_dir() / "reports" / time.strftime(
@@ -23,9 +27,9 @@ def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[.
     doc = build_report(snapshot, nodes=list(nodes), jobs=[], since_s=since_s, thresholds=runtime.thresholds,
                        history=runtime.store.history.get, audit=audit, secrets=runtime.secrets, now=now,
                        origin="hpctui app")
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     if screenshot is not None:
-        screenshot(filename="screen.svg", path=str(out))
+        write_private(out / "screen.svg", screenshot().encode())
         doc["screenshot"] = "screen.svg"
     write_report(doc, out)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,9 @@ async def test_report_key_writes_report_for_marked_nodes(make_runtime: Callable[
         await pilot.pause()
     [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
     assert {p.name for p in out.iterdir()} == {"report.json", "report.md", "report.html", "screen.svg"}
+    assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o600}  # they name users and reasons
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    assert (out / "screen.svg").read_text().startswith("<svg")
     doc = msgspec.json.decode((out / "report.json").read_bytes())
     assert doc["scope"]["nodes"] == list(app.dashboard.heatmap.marked_nodes) and len(doc["scope"]["nodes"]) == 2
     assert doc["generated_by"]["via"] == "hpctui app"

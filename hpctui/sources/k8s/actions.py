@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, Pod
+from hpctui.sanitize import clean_text
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.client import K8sError, q
+from hpctui.sources.k8s.names import PodTargetError, pod_problem, split_pod_target
 
 if TYPE_CHECKING:
     from hpctui.sources.k8s.client import KubeClient
@@ -40,6 +42,16 @@ def _int_param(params: dict[str, str], key: str, default: float, errors: list[st
     except ValueError:
         errors.append(f"{key} must be a number, not {raw!r}")
         return default
+
+
+def _invalid_pod_target(target: str, exc: PodTargetError, snapshot: ClusterSnapshot) -> str:
+    """Why ``target`` is refused: for a pod the last read listed under that text, its own namespace and
+    name (a ``/`` inside a hostile namespace would otherwise name another pod); else the split's problem."""
+    for p in snapshot.pods:
+        problem = pod_problem(p.namespace, p.name)
+        if problem and f"{p.namespace}/{p.name}" == target:
+            return f"refused pod {clean_text(p.name)!r} (namespace {clean_text(p.namespace)!r}): {problem}"
+    return f"refused: {exc}"
 
 
 def pod_label(p: Pod) -> str:
@@ -154,34 +166,42 @@ class K8sActions:
 
     def _plan_delete(self, targets: tuple[str, ...], params: dict[str, str],
                      snapshot: ClusterSnapshot) -> ActionPlan:
-        by_key = {f"{p.namespace}/{p.name}": p for p in snapshot.pods}
-        found: list[str] = []
+        """Each target is ``namespace/name`` of two valid Kubernetes names (:mod:`.names`), looked up
+        as that pair; the request is built from the pod's own namespace and name, never re-split."""
+        by_pair = {(p.namespace, p.name): p for p in snapshot.pods}
+        found: list[tuple[str, Pod]] = []
         rejected: list[str] = []
         errors: list[str] = []
         warnings: list[str] = []
         grace = _int_param(params, "grace_period_s", -1, errors)
         for t in dict.fromkeys(targets):
-            pod = by_key.get(t)
+            try:
+                pod = by_pair.get(split_pod_target(t))
+            except PodTargetError as exc:
+                rejected.append(t)
+                errors.append(_invalid_pod_target(t, exc, snapshot))
+                continue
             if pod is None:
                 rejected.append(t)
                 errors.append(f"unknown pod {t!r} (not in the last Kubernetes read)")
                 continue
-            found.append(t)
+            found.append((t, pod))
             if pod.owner_kind is None:
                 warnings.append(f"{t} has no controller: it will not come back")
             elif pod.daemonset:
                 warnings.append(f"{t} is a DaemonSet pod: its controller recreates it on the same node")
         suffix = "" if grace < 0 else f"?gracePeriodSeconds={grace:g}"
-        commands = tuple(f"DELETE /api/v1/namespaces/{t.split('/', 1)[0]}/pods/{t.split('/', 1)[1]}{suffix}"
-                         for t in found)
-        return ActionPlan(kind=ActionKind.DELETE_PODS, source=self.name, targets=tuple(found), params=params,
-                          commands=commands, affected=tuple(pod_label(by_key[t]) + (f" on {by_key[t].node}" if
-                                                                                   by_key[t].node else "")
-                                                            for t in found),
+        commands = tuple(f"DELETE /api/v1/namespaces/{p.namespace}/pods/{p.name}{suffix}" for _, p in found)
+        return ActionPlan(kind=ActionKind.DELETE_PODS, source=self.name, targets=tuple(t for t, _ in found),
+                          params=params, commands=commands,
+                          affected=tuple(pod_label(p) + (f" on {p.node}" if p.node else "") for _, p in found),
                           warnings=tuple(warnings), errors=tuple(errors), rejected_targets=tuple(rejected))
 
     def _delete_pod(self, plan: ActionPlan, target: str) -> TargetResult:
-        ns, _, name = target.partition("/")
+        try:
+            ns, name = split_pod_target(target)
+        except PodTargetError as exc:  # a plan made elsewhere: the same rule, nothing sent
+            return TargetResult(target=target, ok=False, message=f"not deleted: {exc}")
         grace = _int_param(plan.params, "grace_period_s", -1, [])
         query = {"gracePeriodSeconds": int(grace)} if grace >= 0 else None
         status, _ = self.client.request("DELETE", f"/api/v1/namespaces/{q(ns)}/pods/{q(name)}", query=query,
