@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hmac
 import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
@@ -246,3 +256,183 @@ def test_the_access_log_never_shows_the_token() -> None:
     record = logging.LogRecord("aiohttp.access", logging.INFO, "", 0,
                                '127.0.0.1 "GET /?fontsize=3&token=abc-DEF_123 HTTP/1.1" 303', None, None)
     assert redact_token(record) and "abc" not in record.getMessage() and "token=REDACTED" in record.getMessage()
+
+
+# --- live: a real `hpctui serve --demo` on a free loopback port, a plain websocket client -------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIL = "https://evil.example"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def app_processes(server: subprocess.Popen[bytes]) -> list[int]:
+    """The server's live children: one ``hpctui`` app per accepted websocket."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+                if fields[0] != "Z" and int(fields[1]) == server.pid:
+                    out.append(int(entry.name))
+    return out
+
+
+def group_of(server: subprocess.Popen[bytes]) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+                if fields[0] != "Z" and int(fields[2]) == server.pid:
+                    out.append(int(entry.name))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return "?"
+
+
+@contextlib.contextmanager
+def served(tmp_path: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen[bytes], Path]]:
+    """``hpctui serve --demo --demo-size 8 EXTRA`` on a free loopback port (own session, HOME and XDG
+    dirs under tmp_path); (port, process, log). Stopped by pid; its process group must be empty after."""
+    port, log_path = free_port(), tmp_path / "serve.log"
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONPATH": str(ROOT)}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "hpctui", "serve", "--demo", "--demo-size", "8", "--port",
+                                 str(port), *extra], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"hpctui serve did not listen: {log_path.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield port, proc, log_path
+        assert proc.poll() is None, "the server ran until we stopped it"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        deadline = time.monotonic() + 10  # a killed app may still be on its way out (a loaded machine)
+        while group_of(proc) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = {pid: cmdline(pid) for pid in group_of(proc)}
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert not left, f"processes left behind by hpctui serve: {left}; log: {log_path.read_text()[-3000:]}"
+
+
+async def refused(session: aiohttp.ClientSession, url: str, **kwargs: object) -> int:
+    """The HTTP status a websocket handshake was answered with (it must not succeed)."""
+    try:
+        ws = await session.ws_connect(url, **kwargs)  # type: ignore[arg-type]
+    except aiohttp.WSServerHandshakeError as exc:
+        return exc.status
+    await ws.close()
+    raise AssertionError(f"the websocket {url} {kwargs} was accepted")
+
+
+async def first_bytes(ws: aiohttp.ClientWebSocketResponse) -> bytes:
+    """The first output of the session's app (it started), within 90 s."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        message = await ws.receive(timeout=deadline - time.monotonic())
+        if message.type == aiohttp.WSMsgType.BINARY:
+            return bytes(message.data)
+        assert message.type == aiohttp.WSMsgType.TEXT, f"the websocket ended: {message}"
+    raise AssertionError("no output from the app")
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        await asyncio.sleep(0.2)
+    return predicate()
+
+
+@pytest.mark.live
+async def test_live_foreign_origin_and_host_refused(tmp_path: Path) -> None:
+    with served(tmp_path) as (port, server, _log):
+        ws_url, own = f"ws://127.0.0.1:{port}/ws", f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            assert await refused(session, ws_url, origin=EVIL) == 403
+            assert await refused(session, ws_url, origin=f"http://127.0.0.1:{free_port()}") == 403, "another port"
+            assert await refused(session, ws_url, origin="null") == 403
+            assert await refused(session, ws_url, origin=own, headers={"Host": f"evil.example:{port}"}) == 421
+            assert await refused(session, ws_url, headers={"Host": f"evil.example:{port}"}) == 421
+            async with session.get(f"{own}/", headers={"Host": "evil.example"}) as page:  # DNS rebinding
+                assert page.status == 421 and "not an address of this server" in await page.text()
+            await asyncio.sleep(1.0)
+            assert app_processes(server) == [], "no refused websocket started an app"
+            async with session.ws_connect(ws_url, origin=own) as ws:  # our own page's origin: served
+                assert await first_bytes(ws)
+                assert len(app_processes(server)) == 1
+
+
+@pytest.mark.live
+async def test_live_the_session_cap_holds(tmp_path: Path) -> None:
+    cap = 4  # the default [serve] max_sessions
+    with served(tmp_path) as (port, server, _log):
+        ws_url, own = f"ws://127.0.0.1:{port}/ws", f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            sockets = [await session.ws_connect(ws_url, origin=own) for _ in range(cap)]
+            for ws in sockets:
+                assert await first_bytes(ws)
+            assert await wait_until(lambda: len(app_processes(server)) == cap)
+            assert await refused(session, ws_url, origin=own) == 503
+            async with session.get(f"{own}/") as page:
+                body = await page.text()
+                assert page.status == 503 and f"{cap} sessions already open" in body and "max_sessions" in body
+            await asyncio.sleep(1.5)
+            assert len(app_processes(server)) == cap, "no app process for the refused one"
+            await sockets.pop().close()
+            assert await wait_until(lambda: len(app_processes(server)) == cap - 1), "a closed tab frees its slot"
+            async with session.ws_connect(ws_url, origin=own) as ws:
+                assert await first_bytes(ws)
+            for ws in sockets:
+                await ws.close()
+
+
+@pytest.mark.live
+async def test_live_a_token_is_required_with_actions(tmp_path: Path) -> None:
+    with served(tmp_path, "--allow-actions") as (port, server, log):
+        ws_url, own = f"ws://127.0.0.1:{port}/ws", f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            assert await refused(session, ws_url, origin=own) == 401
+            assert await refused(session, f"{ws_url}?token=wrong-token-0123456789", origin=own) == 403
+            async with session.get(f"{own}/") as page:
+                assert page.status == 401 and "token is required" in await page.text()
+            assert app_processes(server) == []
+            assert await wait_until(lambda: "?token=" in log.read_text())
+            token = re.search(r"\?token=([A-Za-z0-9_-]+)", log.read_text()).group(1)  # type: ignore[union-attr]
+            cookie = f"hpctui_token_{port}"
+            assert await refused(session, ws_url, origin=own, headers={"Cookie": f"{cookie}=x{token}"}) == 403
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:  # keeps cookies (of an IP too)
+            async with browser.get(f"{own}/?fontsize=14&token={token}", allow_redirects=False) as hop:
+                assert hop.status == 303 and hop.headers["Location"] == "/?fontsize=14"
+                set_cookie = hop.headers["Set-Cookie"]
+                assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie
+            async with browser.get(f"{own}/?fontsize=14") as page:
+                assert page.status == 200 and f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in await page.text()
+            async with browser.ws_connect(ws_url, origin=own) as ws:
+                assert await first_bytes(ws)
+                assert len(app_processes(server)) == 1
+        assert log.read_text().count(token) == 1, "the token is printed once, and never in the access log"
