@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hpctui.config import ConfigError, default_config_path, load_config
-from hpctui.serve_guard import Access, Sessions, access_for, guard
+from hpctui.serve_guard import WILDCARD_HOSTS, Access, Sessions, access_for, guard
 from hpctui.ui.wall_settings import ServeSettings, is_loopback
 
 EXIT_USAGE = 2
@@ -111,7 +111,7 @@ def run_serve(args: argparse.Namespace, check_app_args: Any) -> int:
     url_host = f"[{host}]" if ":" in host else host
     server = guarded_server(access)(command, host=host, port=port, title="hpctui",
                                     public_url=f"http://{url_host}:{port}")
-    server.banner = banner(f"http://{url_host}:{port}/", access, read_only=read_only, wall=args.wall)
+    server.banner = banner(f"http://{banner_host(host, access)}:{port}/", access, read_only=read_only, wall=args.wall)
     try:
         server.serve()
     except OSError as exc:  # the port is taken, the address is not ours
@@ -132,6 +132,14 @@ def banner(url: str, access: Access, *, read_only: bool, wall: bool) -> str:
     else:
         where = f"{url}?token={access.token} ({mode}, token printed once"
     return f"hpctui serve: {where}, at most {access.max_sessions} sessions); Ctrl+C stops\n"
+
+
+def banner_host(host: str, access: Access) -> str:
+    """The host of the printed URL: one the guard answers to (a wildcard bind is no address to open)."""
+    if host in WILDCARD_HOSTS:
+        named = sorted(h for h in access.host_headers if not h.startswith(("localhost", "127.0.0.1", "[::1]")))
+        return named[0].split(":")[0] if named and not named[0].startswith("[") else "localhost"
+    return f"[{host}]" if ":" in host else host
 
 
 def guarded_server(access: Access) -> type[Any]:

@@ -27,7 +27,7 @@ from aiohttp.typedefs import Middleware
 
 from hpctui import cli
 from hpctui.config import ConfigError
-from hpctui.serve_cmd import add_serve_arguments, plan, redact_token
+from hpctui.serve_cmd import add_serve_arguments, banner, banner_host, plan, redact_token
 from hpctui.serve_guard import Access, Sessions, guard, host_headers, origin_matches, token_matches
 from hpctui.ui.wall_settings import is_loopback
 
@@ -436,3 +436,13 @@ async def test_live_a_token_is_required_with_actions(tmp_path: Path) -> None:
                 assert await first_bytes(ws)
                 assert len(app_processes(server)) == 1
         assert log.read_text().count(token) == 1, "the token is printed once, and never in the access log"
+
+
+def test_the_banner_prints_an_address_the_guard_answers(tmp_path: Path) -> None:
+    access = plan(parse("--demo", "--token")).access
+    line = banner(f"http://{banner_host('127.0.0.1', access)}:8765/", access, read_only=True, wall=False)
+    assert f"http://127.0.0.1:8765/?token={access.token} (read-only, token printed once, at most 4 sessions)" in line
+    config = write_config(tmp_path, 'allow_remote = true\nhostnames = ["gpu-login01"]')
+    wildcard = plan(parse("--config", str(config), "--host", "0.0.0.0")).access
+    assert banner_host("0.0.0.0", wildcard) == "gpu-login01"
+    assert banner_host("::", plan(parse("--demo", "--token")).access) == "localhost"
