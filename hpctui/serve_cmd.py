@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hpctui.config import ConfigError, default_config_path, load_config
-from hpctui.serve_guard import WILDCARD_HOSTS, Access, Sessions, access_for, guard
+from hpctui.serve_guard import WILDCARD_HOSTS, Access, Sessions, access_for, guard, is_https
 from hpctui.ui.wall_settings import ServeSettings, is_loopback
 
 EXIT_USAGE = 2
@@ -168,7 +168,7 @@ def guarded_server(access: Access) -> type[Any]:
 
         @aiohttp_jinja2.template("app_index.html")
         async def handle_index(self, request: web.Request) -> dict[str, Any]:
-            secure = request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
+            secure = is_https(request)
             origin = f"{'https' if secure else 'http'}://{request.host}"  # Host: checked by the guard
             static = str(request.app.router["static"].url_for(filename="/")).rstrip("/") + "/"
             websocket = str(request.app.router["websocket"].url_for())

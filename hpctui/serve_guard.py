@@ -198,10 +198,11 @@ def access_for(settings: ServeSettings, host: str, port: int, read_only: bool, *
 
 def _refuse(status: int, reason: str) -> web.Response:
     return web.Response(status=status, text=f"hpctui serve: {reason}\n",
-                        headers={"Cache-Control": "no-store", "Connection": "close"})
+                        headers={"Cache-Control": "no-store", "Connection": "close", "X-Content-Type-Options": "nosniff"})
 
 
-def _secure(request: web.Request) -> bool:
+def is_https(request: web.Request) -> bool:
+    """The browser talks https: to us, or to a reverse proxy in front that says so (X-Forwarded-Proto)."""
     return request.secure or request.headers.get("X-Forwarded-Proto", "").lower() == "https"
 
 
@@ -216,7 +217,7 @@ def _token_check(access: Access, request: web.Request) -> web.StreamResponse | N
             response = web.Response(status=303, headers={"Location": str(request.rel_url.without_query_params(
                 TOKEN_PARAM)), "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
             response.set_cookie(access.cookie_name, access.token, path="/", httponly=True, samesite="Strict",
-                                secure=_secure(request))
+                                secure=is_https(request))
             return response
         return None
     cookie = request.cookies.get(access.cookie_name)
