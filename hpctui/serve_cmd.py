@@ -5,23 +5,29 @@ websocket), started with the same source options as this command (``--demo``, ``
 ``--cluster``, ...). Safe by default:
 
 - bound to 127.0.0.1 (config ``[serve] host``); a host that is not loopback is refused unless
-  ``[serve] allow_remote = true``: textual-serve has no authentication, so anyone who can
-  reach the port gets the app;
-- the app is started ``--read-only`` unless ``--allow-actions`` or ``[serve] allow_actions``.
+  ``[serve] allow_remote = true``;
+- the app is started ``--read-only`` unless ``--allow-actions`` or ``[serve] allow_actions``;
+- every request passes :mod:`hpctui.serve_guard` first (textual-serve itself checks nothing): its
+  ``Host`` must be ours, a websocket's ``Origin`` our page's, at most ``max_sessions`` app
+  processes run at once, and a token is required for anything beyond a loopback read-only
+  display (a random one printed once at start, or ``[serve] token_file``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
+import re
 import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hpctui.config import ConfigError, default_config_path, load_config
+from hpctui.serve_guard import WILDCARD_HOSTS, Access, Sessions, access_for, guard, is_https
 from hpctui.ui.wall_settings import ServeSettings, is_loopback
 
 EXIT_USAGE = 2
@@ -34,6 +40,18 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--theme", metavar="NAME", help="colour theme of the served app")
     parser.add_argument("--allow-actions", action="store_true",
                         help="let the browser run actions (default: read-only, or [serve] allow_actions)")
+    parser.add_argument("--token", action="store_true",
+                        help="require a token even for a loopback read-only display (always required otherwise)")
+    parser.add_argument("--max-sessions", type=int, metavar="N",
+                        help="browser sessions (app processes) at once (default 4, or [serve] max_sessions)")
+
+
+class ServePlan(NamedTuple):
+    host: str
+    port: int
+    read_only: bool
+    argv: list[str]  # the options of the app each browser tab runs
+    access: Access  # what the guard in front of textual-serve accepts
 
 
 def serve_settings(args: argparse.Namespace) -> ServeSettings:
@@ -61,8 +79,8 @@ def app_argv(args: argparse.Namespace, *, read_only: bool) -> list[str]:
     return argv
 
 
-def plan(args: argparse.Namespace) -> tuple[str, int, bool, list[str]]:
-    """(host, port, read_only, app argv) or ConfigError with the reason to refuse."""
+def plan(args: argparse.Namespace) -> ServePlan:
+    """What to serve and to whom, or ConfigError with the reason to refuse."""
     settings = serve_settings(args)
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
@@ -71,32 +89,29 @@ def plan(args: argparse.Namespace) -> tuple[str, int, bool, list[str]]:
     if not is_loopback(host) and not settings.allow_remote:
         raise ConfigError(f"refusing to serve on {host!r}: it is not a loopback address and textual-serve has no "
                           "authentication (anyone who reaches the port gets the app); set allow_remote = true in "
-                          "the config's [serve] table to allow it")
+                          "the config's [serve] table to allow it (a token is then required)")
     read_only = not (args.allow_actions or settings.allow_actions) or args.wall or bool(args.read_only)
-    return host, port, read_only, app_argv(args, read_only=read_only)
+    access = access_for(settings, host, port, read_only, asked=bool(getattr(args, "token", False)),
+                        max_sessions=getattr(args, "max_sessions", None))
+    if access.token is None and (not is_loopback(host) or not read_only):
+        raise ConfigError("refusing to serve actions or a non-loopback host without a token")  # never: access_for
+    return ServePlan(host, port, read_only, app_argv(args, read_only=read_only), access)
 
 
 def run_serve(args: argparse.Namespace, check_app_args: Any) -> int:
     """Serve until SIGINT/SIGTERM; then no app process is left behind."""
     try:
-        host, port, read_only, argv = plan(args)
+        host, port, read_only, argv, access = plan(args)
         check_app_args(argv)  # the app's own parser and config checks, before any browser connects
     except ConfigError as exc:
         sys.stderr.write(f"hpctui serve: {' '.join(str(exc).split())}\n")
         return EXIT_USAGE
-    from textual_serve.server import Server
-
     command = "exec " + shlex.join([sys.executable, "-m", "hpctui", *argv])  # exec: no shell left in between
 
-    class HpcServer(Server):
-        async def on_startup(self, app: Any) -> None:
-            mode = "read-only" if read_only else "ACTIONS ALLOWED"
-            sys.stderr.write(f"hpctui serve: http://{host}:{port}/ ({mode}{', wall' if args.wall else ''}); "
-                             "Ctrl+C stops\n")
-            sys.stderr.flush()
-
     url_host = f"[{host}]" if ":" in host else host
-    server = HpcServer(command, host=host, port=port, title="hpctui", public_url=f"http://{url_host}:{port}")
+    server = guarded_server(access)(command, host=host, port=port, title="hpctui",
+                                    public_url=f"http://{url_host}:{port}")
+    server.banner = banner(f"http://{banner_host(host, access)}:{port}/", access, read_only=read_only, wall=args.wall)
     try:
         server.serve()
     except OSError as exc:  # the port is taken, the address is not ours
@@ -105,6 +120,74 @@ def run_serve(args: argparse.Namespace, check_app_args: Any) -> int:
     finally:
         stop_children()
     return 0
+
+
+def banner(url: str, access: Access, *, read_only: bool, wall: bool) -> str:
+    """The one line printed at start: the URL (with a random token, the only time it is shown)."""
+    mode = ("read-only" if read_only else "ACTIONS ALLOWED") + (", wall" if wall else "")
+    if access.token is None:
+        where = f"{url} ({mode}, no token: loopback read-only"
+    elif access.token_file is not None:
+        where = f"{url}?token=<the token in {access.token_file}> ({mode}"
+    else:
+        where = f"{url}?token={access.token} ({mode}, token printed once"
+    return f"hpctui serve: {where}, at most {access.max_sessions} sessions); Ctrl+C stops\n"
+
+
+def banner_host(host: str, access: Access) -> str:
+    """The host of the printed URL: one the guard answers to (a wildcard bind is no address to open)."""
+    if host in WILDCARD_HOSTS:
+        named = sorted(h for h in access.host_headers if not h.startswith(("localhost", "127.0.0.1", "[::1]")))
+        return named[0].split(":")[0] if named and not named[0].startswith("[") else "localhost"
+    return f"[{host}]" if ":" in host else host
+
+
+def guarded_server(access: Access) -> type[Any]:
+    """textual-serve's Server with :func:`hpctui.serve_guard.guard` in front of every route, and a
+    page whose websocket URL is the page's own origin (as the browser reached it: ``localhost`` or
+    a proxy's name), so that the Origin check holds for every name in ``host_headers``."""
+    import aiohttp_jinja2
+    from aiohttp import web
+    from textual_serve.server import Server, to_int
+
+    class HpcServer(Server):
+        banner = ""
+
+        async def _make_app(self) -> web.Application:
+            app: web.Application = await super()._make_app()
+            app.middlewares.append(guard(access, Sessions(access.max_sessions)))
+            return app
+
+        def initialize_logging(self) -> None:
+            super().initialize_logging()
+            logging.getLogger("aiohttp.access").addFilter(redact_token)  # the log never shows a token
+
+        async def on_startup(self, app: web.Application) -> None:
+            sys.stderr.write(self.banner)
+            sys.stderr.flush()
+
+        @aiohttp_jinja2.template("app_index.html")
+        async def handle_index(self, request: web.Request) -> dict[str, Any]:
+            secure = is_https(request)
+            origin = f"{'https' if secure else 'http'}://{request.host}"  # Host: checked by the guard
+            static = str(request.app.router["static"].url_for(filename="/")).rstrip("/") + "/"
+            websocket = str(request.app.router["websocket"].url_for())
+            return {"font_size": to_int(request.query.get("fontsize", "16"), 16),
+                    "app_websocket_url": f"{'wss' if secure else 'ws'}://{request.host}{websocket}",
+                    "config": {"static": {"url": f"{origin}{static}"}},
+                    "application": {"name": self.title}}
+
+    return HpcServer
+
+
+TOKEN_IN_URL = re.compile(r"([?&]token=)[^&\s\"]*")
+
+
+def redact_token(record: logging.LogRecord) -> bool:
+    """A logging filter: ``?token=…`` in an access-log line is replaced by ``token=REDACTED``."""
+    if isinstance(record.msg, str):
+        record.msg = TOKEN_IN_URL.sub(r"\1REDACTED", record.msg)
+    return True
 
 
 def stop_children() -> int:

@@ -11,11 +11,16 @@ Both are top-level tables of the config file::
     port = 8765
     allow_actions = false     # the browser app is read-only unless this (or --allow-actions) says otherwise
     allow_remote = false      # a non-loopback host is refused unless this is true
+    max_sessions = 4          # browser sessions (app processes) at once; one more gets HTTP 503
+    hostnames = []            # Host names besides the bound address, e.g. a reverse proxy's "hpc.example.org"
+    token_file = ""           # the access token, from a file only its owner can read (else a random one)
+    require_token = false     # a token even for a loopback read-only display (always: non-loopback, actions)
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 
 import msgspec
@@ -23,6 +28,8 @@ import msgspec
 WallView = Literal["heatmap", "problems", "queue", "events", "pods"]
 WALL_VIEWS: tuple[str, ...] = ("heatmap", "problems", "queue", "events", "pods")
 DEFAULT_WALL_VIEWS: tuple[WallView, ...] = ("heatmap", "problems", "queue", "events")
+# a Host header value: a DNS name, an IPv4 address or a bracketed IPv6 one, an optional port
+HOSTNAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
 class WallSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -41,10 +48,17 @@ class ServeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     port: Annotated[int, msgspec.Meta(ge=1, le=65_535)] = 8765
     allow_actions: bool = False
     allow_remote: bool = False
+    max_sessions: Annotated[int, msgspec.Meta(ge=1, le=256)] = 4
+    hostnames: list[str] = msgspec.field(default_factory=list)
+    token_file: str = ""
+    require_token: bool = False
 
     def __post_init__(self) -> None:
         if not self.host.strip():
             raise ValueError("host: empty")
+        for name in self.hostnames:
+            if not HOSTNAME.fullmatch(name):
+                raise ValueError(f"hostnames: not a host name or host:port: {name!r}")
 
 
 def is_loopback(host: str) -> bool:

@@ -5,12 +5,16 @@ loads the page, and reads what the terminal (xterm.js) was sent over the app's w
 draws on a canvas, so the page keeps a copy of every frame it receives (a WebSocket wrapper
 installed before the page's scripts run). It waits for the heatmap pane's title, presses the drain
 key and checks the app refused it (read-only), saves screenshots/browser.png, and stops everything:
-Chromium, chromedriver, the server and the app process it spawned for the tab.
+Chromium, chromedriver, the server and the app process it spawned for the tab. A page from another
+origin (a tiny HTTP server on another loopback port, its script opening ``ws://127.0.0.1:PORT/ws``)
+is refused, also when the browser holds the token's cookie; with ``--token`` the page opens only
+through the printed ``?token=`` URL, which leaves the address bar once the cookie is set.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import re
 import shutil
@@ -18,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,8 +190,86 @@ def screenshot(driver: object, name: str) -> None:
     assert driver.save_screenshot(str(out / name))  # type: ignore[attr-defined]
 
 
+# The page another site would serve: its script opens the served app's websocket (with the browser's
+# cookies for 127.0.0.1, whatever port they came from) and, if it opened, types the drain key.
+FOREIGN_PAGE = """<!DOCTYPE html><html><body><script>
+window.__hpcForeign = "pending";
+const ws = new WebSocket("ws://127.0.0.1:PORT/ws?width=80&height=24");
+ws.onopen = () => { window.__hpcForeign = "open"; ws.send(JSON.stringify(["stdin", "d"])); };
+ws.onclose = (ev) => { if (window.__hpcForeign === "pending") { window.__hpcForeign = "closed " + ev.code; } };
+</script>foreign page</body></html>"""
+
+
+@contextlib.contextmanager
+def foreign_site(served_port: int) -> Iterator[str]:
+    """A page on another loopback port (another origin) whose script opens ws://127.0.0.1:PORT/ws."""
+    body = FOREIGN_PAGE.replace("PORT", str(served_port)).encode()
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def _children_of(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+                if fields[0] != "Z" and int(fields[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
+def check_a_foreign_page_is_refused(driver: object, url: str, server: subprocess.Popen[bytes]) -> None:
+    """In a second tab, a page from another origin opens the app's websocket: refused, no app started."""
+    before = _children_of(server.pid)
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    main_tab = driver.current_window_handle  # type: ignore[attr-defined]
+    with foreign_site(port) as foreign:
+        driver.switch_to.new_window("tab")  # type: ignore[attr-defined]
+        driver.get(foreign)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 30
+        result = "pending"
+        while time.monotonic() < deadline and result == "pending":
+            time.sleep(0.25)
+            result = driver.execute_script("return window.__hpcForeign;")  # type: ignore[attr-defined]
+        time.sleep(1.0)
+        assert result.startswith("closed"), f"the foreign page's websocket: {result}"
+        assert _children_of(server.pid) == before, "no app process for the foreign page"
+        driver.close()  # type: ignore[attr-defined]
+        driver.switch_to.window(main_tab)  # type: ignore[attr-defined]
+
+
+def printed_token(tmp_path: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"\?token=([A-Za-z0-9_-]+)", (tmp_path / "serve.log").read_text())
+        if found:
+            return found.group(1)
+        time.sleep(0.2)
+    raise AssertionError(f"no token printed: {(tmp_path / 'serve.log').read_text()[-1500:]}")
+
+
 def test_serve_shows_the_dashboard_in_headless_chromium(tmp_path: Path) -> None:
-    with serving(tmp_path) as (url, state, _server), chromium(tmp_path) as driver:
+    with serving(tmp_path) as (url, state, server), chromium(tmp_path) as driver:
         driver.get(url)  # type: ignore[attr-defined]
         text = wait_for(driver, r"Nodes \(\d+\)")  # the heatmap pane's title: the dashboard is drawn
         assert re.search(r"gpu00\d\d|g00\d\d", text), "node names in the heatmap / queue"
@@ -197,6 +280,24 @@ def test_serve_shows_the_dashboard_in_headless_chromium(tmp_path: Path) -> None:
         assert not list(state.rglob("audit.jsonl")), "no action reached the executor (no audit record)"
         time.sleep(0.5)
         screenshot(driver, "browser.png")
+        check_a_foreign_page_is_refused(driver, url, server)
+
+
+def test_serve_with_a_token_in_headless_chromium(tmp_path: Path) -> None:
+    with serving(tmp_path, "--token") as (url, state, server), chromium(tmp_path) as driver:
+        token = printed_token(tmp_path)
+        driver.get(url)  # type: ignore[attr-defined]
+        assert "a token is required" in driver.page_source  # type: ignore[attr-defined]
+        driver.get(f"{url}?token=wrong-{token}")  # type: ignore[attr-defined]
+        assert "wrong token" in driver.page_source  # type: ignore[attr-defined]
+        assert _children_of(server.pid) == [], "no app process without the token"
+        driver.get(f"{url}?token={token}")  # type: ignore[attr-defined]
+        text = wait_for(driver, r"Nodes \(\d+\)")
+        assert "READ-ONLY" in text
+        assert "token" not in driver.current_url, "the token left the address bar (a cookie holds it)"  # type: ignore[attr-defined]
+        assert len(_children_of(server.pid)) == 1
+        check_a_foreign_page_is_refused(driver, url, server)  # with the token's cookie in the browser
+        assert not list(state.rglob("audit.jsonl"))
 
 
 def test_serve_wall_in_headless_chromium(tmp_path: Path) -> None:
