@@ -66,6 +66,7 @@ FLAG = Bounds(0, 1, integer=True)
 XID = Bounds(0, 9999, integer=True)  # NVIDIA's catalogue ends near 170; -1 or 10**300 is not an Xid
 LOAD = Bounds(0.0, 1e6)  # load average
 EPOCH_S = Bounds(0.0, 1e11)  # seconds since 1970 (year 5138)
+GPU_INDEX = Bounds(0, 1023, integer=True)  # a GPU's index on its node
 SMALL_ENUM = Bounds(0, 255, integer=True)  # IB state ids, PCIe generation/width
 BITMASK = COUNTER  # throttle reasons: a non-negative 64-bit mask
 
@@ -174,7 +175,7 @@ class Drops:
 
 __all__ = [
     "BITMASK", "BYTES", "BYTE_RATE", "CLOCK_MHZ", "COUNT", "COUNTER", "COUNTER_LIMIT", "DCGM_BLANKS", "DCGM_FP64_BLANK",
-    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
+    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
     "MEMORY_MIB", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops",
     "ib_rate_ok", "is_node_name", "show_value",
 ]

@@ -34,6 +34,7 @@ from hpctui.validate import (
     CLOCK_MHZ,
     COUNT,
     COUNTER,
+    DCGM_BLANKS,
     EPOCH_S,
     FLAG,
     LOAD,
@@ -268,13 +269,17 @@ class Collector:
     def _gpu(self, fld: str, samples: list[Sample]) -> None:
         seen: set[GpuKey] = set()
         bounds = FIELD_BOUNDS.get(fld, COUNTER)
+        lo, hi, counter = bounds.lo, bounds.hi, bounds.integer  # inlined check: 11 families × every GPU
         for s in samples:
             key = self._gpu_key(s.metric)
             if key is None:
                 continue
             if not self._first(seen, key):
                 continue
-            v = self._checked(s, fld, bounds, key[0])
+            v = self._value(s)
+            if v is not None and (not lo <= v <= hi or (counter and v in DCGM_BLANKS)):
+                self.drops.value(FIELD_METRIC.get(fld, fld), v, key[0])
+                v = None
             rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
             if v is not None:
                 rec[fld] = v
