@@ -20,7 +20,11 @@ integers below 2**63) additionally refuse the exact 32-bit and FP64 blank values
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+import msgspec
 
 from hpctui.model.hostlist import is_valid_hostname
 from hpctui.sanitize import clean_text
@@ -74,6 +78,35 @@ BITMASK = COUNTER  # throttle reasons: a non-negative 64-bit mask
 # SDR 2.5, DDR 5, QDR/FDR10 10, FDR 14, EDR 25, HDR 50, NDR 100, XDR 200 Gb/s per lane; 1X/2X/4X/8X/12X.
 IB_RATES_GBPS = frozenset(round(s * w, 1) for s in (2.5, 5.0, 10.0, 14.0, 25.0, 50.0, 100.0, 200.0)
                           for w in (1, 2, 4, 8, 12))
+
+
+# Gpu attribute -> plausible range: the one table every GPU source checks its readings against.
+GPU_BOUNDS: dict[str, Bounds] = {
+    "index": GPU_INDEX, "util_pct": PERCENT, "mem_util_pct": PERCENT, "memory_used_mib": MEMORY_MIB,
+    "memory_total_mib": MEMORY_MIB, "temp_c": TEMP_C, "hbm_temp_c": TEMP_C, "power_w": POWER_W,
+    "power_limit_w": POWER_W, "sm_clock_mhz": CLOCK_MHZ, "ecc_corrected_volatile": COUNTER,
+    "ecc_uncorrected_volatile": COUNTER, "ecc_corrected_aggregate": COUNTER, "ecc_uncorrected_aggregate": COUNTER,
+    "remapped_correctable": COUNTER, "remapped_uncorrectable": COUNTER, "throttle_reasons": BITMASK,
+    "pcie_gen_current": SMALL_ENUM, "pcie_gen_max": SMALL_ENUM, "pcie_width_current": SMALL_ENUM,
+    "pcie_width_max": SMALL_ENUM, "last_xid": XID, "pcie_replay_count": COUNTER,
+}
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def checked(obj: S, bounds: Mapping[str, Bounds], drops: Drops, where: str = "",
+            names: Mapping[str, str] | None = None) -> S:
+    """``obj`` with every numeric attribute named in ``bounds`` that is outside its range set to None
+    (each recorded in ``drops`` under ``names[attr]`` or the attribute's name); ``obj`` itself when all hold."""
+    upd: dict[str, None] = {}
+    for attr, b in bounds.items():
+        v = getattr(obj, attr, None)
+        if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if not b.ok(v):
+            upd[attr] = None
+            drops.value((names or {}).get(attr, attr), v, where)
+    return msgspec.structs.replace(obj, **upd) if upd else obj
 
 
 def ib_rate_ok(gbps: float) -> bool:
@@ -175,7 +208,7 @@ class Drops:
 
 __all__ = [
     "BITMASK", "BYTES", "BYTE_RATE", "CLOCK_MHZ", "COUNT", "COUNTER", "COUNTER_LIMIT", "DCGM_BLANKS", "DCGM_FP64_BLANK",
-    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
-    "MEMORY_MIB", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops",
+    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
+    "MEMORY_MIB", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops", "checked",
     "ib_rate_ok", "is_node_name", "show_value",
 ]

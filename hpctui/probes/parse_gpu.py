@@ -18,19 +18,7 @@ import msgspec
 from hpctui.model.gpu import Gpu, MigInstance
 from hpctui.model.probe import GpuProcess, NvLink
 from hpctui.sanitize import clean_text
-from hpctui.validate import (
-    BITMASK,
-    CLOCK_MHZ,
-    COUNTER,
-    GPU_INDEX,
-    MEMORY_MIB,
-    PERCENT,
-    POWER_W,
-    SMALL_ENUM,
-    TEMP_C,
-    Bounds,
-    Drops,
-)
+from hpctui.validate import COUNTER, GPU_BOUNDS, Bounds, Drops
 
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
 _VALUE_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:MiB|W|MHz|%|C|us|KiB|GiB|GB/s)?$")
@@ -172,15 +160,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[str | None], object]], ...] = (
 )
 
 
-BOUNDS: dict[str, Bounds] = {
-    "index": GPU_INDEX, "util_pct": PERCENT, "mem_util_pct": PERCENT, "memory_used_mib": MEMORY_MIB,
-    "memory_total_mib": MEMORY_MIB, "temp_c": TEMP_C, "hbm_temp_c": TEMP_C, "power_w": POWER_W,
-    "power_limit_w": POWER_W, "sm_clock_mhz": CLOCK_MHZ, "ecc_corrected_volatile": COUNTER,
-    "ecc_uncorrected_volatile": COUNTER, "ecc_corrected_aggregate": COUNTER, "ecc_uncorrected_aggregate": COUNTER,
-    "remapped_correctable": COUNTER, "remapped_uncorrectable": COUNTER, "throttle_reasons": BITMASK,
-    "pcie_gen_current": SMALL_ENUM, "pcie_gen_max": SMALL_ENUM, "pcie_width_current": SMALL_ENUM,
-    "pcie_width_max": SMALL_ENUM,
-}
+BOUNDS: dict[str, Bounds] = GPU_BOUNDS
 
 
 class _Bad:
