@@ -91,6 +91,13 @@ GPU_BOUNDS: dict[str, Bounds] = {
     "pcie_width_max": SMALL_ENUM, "last_xid": XID, "pcie_replay_count": COUNTER,
 }
 
+# SlurmNodeInfo attribute -> plausible range (sinfo/scontrol/REST: counts, MB, GPUs of one node).
+SLURM_NODE_BOUNDS: dict[str, Bounds] = {
+    "cpus_total": COUNT, "cpus_alloc": COUNT, "memory_total_mb": MEMORY_MB, "memory_alloc_mb": MEMORY_MB,
+    "gpus_total": COUNT, "gpus_alloc": COUNT,
+}
+NODE_LIMIT = 2**30  # a cheap pre-check: values in [0, NODE_LIMIT) hold every SLURM_NODE_BOUNDS bound
+
 S = TypeVar("S", bound=msgspec.Struct)
 
 
@@ -129,7 +136,7 @@ def show_value(value: object) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int):
-        if -10**15 < value < 10**15:
+        if -10**18 < value < 10**18:
             return str(value)
         return f"{'-' if value < 0 else ''}{math.floor(math.log10(abs(value))) + 1}-digit number"
     if isinstance(value, float):
@@ -209,6 +216,6 @@ class Drops:
 __all__ = [
     "BITMASK", "BYTES", "BYTE_RATE", "CLOCK_MHZ", "COUNT", "COUNTER", "COUNTER_LIMIT", "DCGM_BLANKS", "DCGM_FP64_BLANK",
     "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
-    "MEMORY_MIB", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops", "checked",
+    "MEMORY_MIB", "NODE_LIMIT", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SLURM_NODE_BOUNDS", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops", "checked",
     "ib_rate_ok", "is_node_name", "show_value",
 ]
