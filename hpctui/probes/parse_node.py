@@ -18,7 +18,7 @@ import msgspec
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.probe import ServiceState, ServiceStatus
 from hpctui.sanitize import clean_text
-from hpctui.validate import COUNTER, XID, Drops, ib_rate_ok
+from hpctui.validate import COUNTER, COUNTER_LIMIT, XID, Drops, ib_rate_ok
 
 # ---------------------------------------------------------------- Xid
 
@@ -128,11 +128,12 @@ def parse_ib_sysfs(text: str, drops: Drops | None = None, node: str = "") -> lis
         if counters:
             v = value.strip()
             if v.isdigit():
-                n = int(v) if len(v) < 20 else COUNTER.hi + 1  # 20+ digits is beyond 2**63
+                n = int(v) if len(v) < 20 else COUNTER_LIMIT  # 20+ digits is beyond 2**63
                 if COUNTER.ok(n):
                     raw.counters[clean_text(leaf)] = n
                 elif drops is not None:
-                    drops.value(f"{clean_text(dev)}/{port} {clean_text(leaf)}", n if len(v) < 4000 else v[:20] + "…", node)
+                    shown = int(v) if len(v) < 4000 else v[:20] + "…"
+                    drops.value(f"{clean_text(dev)}/{port} {clean_text(leaf)}", shown, node)
         elif leaf == "state":
             raw.state = _after_colon_number(value)
         elif leaf == "phys_state":

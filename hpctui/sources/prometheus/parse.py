@@ -71,7 +71,7 @@ FIELD_BOUNDS: dict[str, Bounds] = {
 }  # everything else (counters, increase() of counters) is a COUNTER
 PROF_BYTES = Bounds(0.0, 1e13)  # DCGM_FI_PROF_*_BYTES are bytes/s; the other PROF fields are ratios
 FIELD_METRIC: dict[str, str] = {
-    **{f: m for f, m in (*GPU_GAUGES, *GPU_SPARSE)}, "throttle": THROTTLE_NAMES.split("|")[0],
+    **dict((*GPU_GAUGES, *GPU_SPARSE)), "throttle": THROTTLE_NAMES.split("|")[0],
     "nvl_bw": "rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)", "state": "node_infiniband_state_id",
     "phys": "node_infiniband_physical_state_id", "rate": "node_infiniband_rate_bytes_per_second",
     **{f: m for m, f in (*RESOURCE_GAUGES.items(), *FS_GAUGES.items())},
