@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hpctui.model import Gpu, IbPort
+from hpctui.model.ib import LINK_ERROR_COUNTERS
+from hpctui.validate import COUNTER_LIMIT
 
 GPU_METRICS = ("util", "temp", "power", "mem")  # %, °C, W, GiB used
 GPU_UNITS = {"util": "%", "temp": "°C", "power": "W", "mem": "GiB"}
@@ -102,7 +104,19 @@ class NodeRings:
 
 
 def _f(value: float | None) -> float:
-    return NAN if value is None else float(value)
+    """``value`` as a float for a ring; None, non-finite or beyond float range → NaN (N/A)."""
+    if value is None:
+        return NAN
+    try:
+        v = float(value)
+    except (OverflowError, TypeError, ValueError):
+        return NAN
+    return v if v - v == 0.0 else NAN
+
+
+def _counter(value: object) -> int | None:
+    """A counter reading usable for a rate: a non-negative int below 2**63, else None."""
+    return value if isinstance(value, int) and 0 <= value < COUNTER_LIMIT else None
 
 
 def gpu_row(gpu: Gpu) -> tuple[float, float, float, float]:
@@ -115,11 +129,16 @@ def port_key(port: IbPort) -> str:
 
 
 def link_error_delta(port: IbPort) -> float:
-    from hpctui.model.ib import LINK_ERROR_COUNTERS
-
+    """Sum of the link-error counters' increase; NaN without deltas. Never raises: a delta that is
+    negative, not an int or not below 2**63 (a forged or placeholder value) counts as 0."""
     if not port.deltas:
         return NAN
-    return float(sum(max(0, port.deltas.get(k, 0)) for k in LINK_ERROR_COUNTERS))
+    total = 0.0
+    for k in LINK_ERROR_COUNTERS:
+        v = _counter(port.deltas.get(k, 0))
+        if v:
+            total += v
+    return total
 
 
 class SeriesHistory:
@@ -211,7 +230,7 @@ class SeriesHistory:
     def _port_row(rings: NodeRings, port: IbPort, t: float) -> tuple[float, float, float]:
         """Gb/s from the data counters (sysfs counts 4-byte words, FACTS §4) between two samples."""
         key = port_key(port)
-        rcv, xmit = port.counters.get("port_rcv_data"), port.counters.get("port_xmit_data")
+        rcv, xmit = _counter(port.counters.get("port_rcv_data")), _counter(port.counters.get("port_xmit_data"))
         rx = tx = NAN
         if rcv is not None and xmit is not None:
             prev = rings.last_counters.get(key)

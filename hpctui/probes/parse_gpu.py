@@ -18,6 +18,7 @@ import msgspec
 from hpctui.model.gpu import Gpu, MigInstance
 from hpctui.model.probe import GpuProcess, NvLink
 from hpctui.sanitize import clean_text
+from hpctui.validate import COUNTER, GPU_BOUNDS, Bounds, Drops
 
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
 _VALUE_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:MiB|W|MHz|%|C|us|KiB|GiB|GB/s)?$")
@@ -64,7 +65,7 @@ def integer(value: str | None) -> int | None:
         return None
     try:
         return int(v, 16) if v.lower().startswith("0x") else int(float(v))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: int(float("1e400")) is int(inf)
         f = num(v)
         return None if f is None else int(f)
 
@@ -132,6 +133,7 @@ def _hex_or_int(value: str | None) -> int | None:
 
 # --query-gpu field -> (Gpu attribute, converter). For an attribute named by several fields,
 # the first of them in this table that the row has wins (enforced.power.limit over power.limit).
+# Each numeric attribute has its plausible range (hpctui.validate, BOUNDS below).
 _FIELDS: tuple[tuple[str, str, Callable[[str | None], object]], ...] = (
     ("index", "index", integer), ("uuid", "uuid", _text_cell), ("name", "model", _text_cell),
     ("pci.bus_id", "pci_bus_id", _text_cell), ("gpu_bus_id", "pci_bus_id", _text_cell),
@@ -158,6 +160,18 @@ _FIELDS: tuple[tuple[str, str, Callable[[str | None], object]], ...] = (
 )
 
 
+BOUNDS: dict[str, Bounds] = GPU_BOUNDS
+
+
+class _Bad:
+    """A memoised cell whose value is implausible: the row gets N/A and the value is reported."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
 class RowParser:
     """``--query-gpu`` rows for one field list, with the field -> attribute plan computed once."""
 
@@ -166,17 +180,28 @@ class RowParser:
         position = {f: i for i, f in enumerate(fields)}
         plan: list[tuple[int, str, Callable[[str | None], object]]] = []
         taken: set[str] = set()
+        self.field_of: dict[str, str] = {}
         for field_, attr, conv in _FIELDS:
             if field_ in position and attr not in taken:
                 taken.add(attr)
                 plan.append((position[field_], attr, conv))
+                self.field_of[attr] = field_
         self.plan = plan
         self.index_pos = position.get("index")
         # Converted values by raw cell, per field: most cells repeat record after record (ids, names,
         # ECC counts, PCIe, modes), so a dict lookup replaces the conversion. Bounded per field.
         self.memo: list[dict[str, object]] = [{} for _ in plan]
 
-    def parse(self, node: str, lines: Iterable[str]) -> list[Gpu]:
+    def convert(self, attr: str, conv: Callable[[str | None], object], raw: str) -> object:
+        """One cell converted, or a :class:`_Bad` when outside its attribute's plausible range."""
+        value = conv(raw)
+        bounds = BOUNDS.get(attr)
+        if bounds is not None and isinstance(value, (int, float)) and not bounds.ok(value):
+            return _Bad(value)
+        return value
+
+    def parse(self, node: str, lines: Iterable[str], drops: Drops | None = None) -> list[Gpu]:
+        """Rows → GPUs; an implausible cell is N/A (recorded in ``drops``), a row without a valid index is skipped."""
         out: list[Gpu] = []
         if self.index_pos is None:
             return out
@@ -186,18 +211,30 @@ class RowParser:
             if len(cells) != self.width:
                 continue
             kwargs: dict[str, object] = {}
+            bad = False
             for (i, attr, conv), memo in plan:
                 raw = cells[i]
                 if raw in memo:
-                    kwargs[attr] = memo[raw]
+                    value = kwargs[attr] = memo[raw]
                 else:
-                    value = kwargs[attr] = conv(raw)
+                    value = kwargs[attr] = self.convert(attr, conv, raw)
                     if len(memo) < 256:
                         memo[raw] = value
+                bad = bad or type(value) is _Bad
+            if bad:
+                self._drop_bad(node, kwargs, drops)
             if kwargs.get("index") is None:
                 continue
             out.append(Gpu(node=node, lost=_GPU_LOST in line, **kwargs))  # type: ignore[arg-type]
         return out
+
+
+    def _drop_bad(self, node: str, kwargs: dict[str, object], drops: Drops | None) -> None:
+        for attr, value in kwargs.items():
+            if type(value) is _Bad:
+                kwargs[attr] = None
+                if drops is not None:
+                    drops.value(self.field_of.get(attr, attr), value.value, node)
 
 
 _ROW_PARSERS: dict[tuple[str, ...], RowParser] = {}
@@ -213,7 +250,8 @@ def row_parser(fields: Sequence[str]) -> RowParser:
     return p
 
 
-def parse_query_gpu(node: str, text: str, fields: Sequence[str] | None = None) -> list[Gpu]:
+def parse_query_gpu(node: str, text: str, fields: Sequence[str] | None = None,
+                    drops: Drops | None = None) -> list[Gpu]:
     """``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]``.
 
     nvidia-smi never quotes cells and no queried value contains a comma, so rows are split on
@@ -225,7 +263,7 @@ def parse_query_gpu(node: str, text: str, fields: Sequence[str] | None = None) -
             return []
         fields = [field_name(h) for h in lines[0].split(",")]
         lines = lines[1:]
-    return row_parser(fields).parse(node, lines)
+    return row_parser(fields).parse(node, lines, drops)
 
 
 class RemapRow(msgspec.Struct, frozen=True):
@@ -565,7 +603,7 @@ def _err_kind(label: str) -> str | None:
     return kind
 
 
-def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
+def parse_nvlink_errors(text: str, drops: Drops | None = None, node: str = "") -> dict[int, dict[int, dict[str, int]]]:
     """``nvidia-smi nvlink -e`` → {gpu: {link: {"crc"|"replay"|"recovery": count}}}.
 
     Accepts ``Link 0: Replay Errors: 0`` / ``Recovery Errors`` / ``CRC Errors`` and the
@@ -582,6 +620,10 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
         kind = _err_kind(m.group(3))
         value = integer(m.group(4))
         if kind is None or value is None:
+            continue
+        if not COUNTER.ok(value):  # a negative or beyond-2**63 count: N/A, not an error storm
+            if drops is not None:
+                drops.value(f"nvlink {m.group(3).strip()} errors", value, node)
             continue
         counters = per_gpu.setdefault(int(m.group(2)), {})
         counters[kind] = counters.get(kind, 0) + value

@@ -18,6 +18,7 @@ import msgspec
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.probe import ServiceState, ServiceStatus
 from hpctui.sanitize import clean_text
+from hpctui.validate import COUNTER, COUNTER_LIMIT, XID, Drops, ib_rate_ok
 
 # ---------------------------------------------------------------- Xid
 
@@ -56,18 +57,27 @@ def xid_time(line: str, boot_time: float | None) -> float | None:
     return None
 
 
-def parse_xid_lines(text: str, boot_time: float | None = None) -> list[XidLine]:
-    """Every ``NVRM: Xid`` line of a kernel log excerpt (journalctl, dmesg, dmesg -T, iso)."""
+def parse_xid_lines(text: str, boot_time: float | None = None, drops: Drops | None = None,
+                    node: str = "") -> list[XidLine]:
+    """Every ``NVRM: Xid`` line of a kernel log excerpt (journalctl, dmesg, dmesg -T, iso).
+
+    A line whose Xid is not a plausible code (:data:`hpctui.validate.XID`) is dropped, recorded in ``drops``."""
     out = []
     for line in text.splitlines():
         m = XID_RE.search(line)
         if not m:
             continue
+        code = m.group(3)
+        xid = int(code) if len(code) < 6 else -1  # digits only: 6+ of them is no Xid (nor a 5000-digit int())
+        if not XID.ok(xid):
+            if drops is not None:
+                drops.value("Xid", int(code) if len(code) < 4000 else code[:20] + "…", node)
+            continue
         out.append(XidLine(
             time=xid_time(line, boot_time),
             pci_bus_id=m.group(1).lower(),
-            gpu_instance=int(m.group(2)) if m.group(2) else None,
-            xid=int(m.group(3)),
+            gpu_instance=int(m.group(2)) if m.group(2) and len(m.group(2)) < 6 else None,
+            xid=xid,
             message=clean_text(m.group(4).strip()),
             raw=line.strip(),
         ))
@@ -103,11 +113,12 @@ def _after_colon_number(value: str) -> str:
     return cached
 
 
-def parse_ib_sysfs(text: str) -> list[IbRaw]:
+def parse_ib_sysfs(text: str, drops: Drops | None = None, node: str = "") -> list[IbRaw]:
     """``grep -H`` lines of ``…/class/infiniband/<dev>/ports/<n>/{state,phys_state,rate,link_layer,counters/*}``.
 
     Paths may be absolute (``/sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE``) or relative
-    to ``class/infiniband``. Files other than those are ignored.
+    to ``class/infiniband``. Files other than those are ignored. A counter beyond 2**63 or a rate
+    that is no InfiniBand link rate is N/A, recorded in ``drops``.
     """
     ports: dict[tuple[str, str], IbRaw] = {}
     for dev, port, counters, leaf, value in _IB_LINE.findall(text):
@@ -117,7 +128,12 @@ def parse_ib_sysfs(text: str) -> list[IbRaw]:
         if counters:
             v = value.strip()
             if v.isdigit():
-                raw.counters[clean_text(leaf)] = int(v)
+                n = int(v) if len(v) < 20 else COUNTER_LIMIT  # 20+ digits is beyond 2**63
+                if COUNTER.ok(n):
+                    raw.counters[clean_text(leaf)] = n
+                elif drops is not None:
+                    shown = int(v) if len(v) < 4000 else v[:20] + "…"
+                    drops.value(f"{clean_text(dev)}/{port} {clean_text(leaf)}", shown, node)
         elif leaf == "state":
             raw.state = _after_colon_number(value)
         elif leaf == "phys_state":
@@ -126,6 +142,10 @@ def parse_ib_sysfs(text: str) -> list[IbRaw]:
             raw.rate_text = _after_colon_number(value)
             m = _RATE.match(value)
             raw.rate_gbps = float(m.group(1)) if m else None
+            if raw.rate_gbps is not None and not ib_rate_ok(raw.rate_gbps):
+                if drops is not None:
+                    drops.value(f"{clean_text(dev)}/{port} rate", raw.rate_gbps, node)
+                raw.rate_gbps = None
         elif leaf == "link_layer":
             raw.link_layer = _after_colon_number(value)
     return sorted(ports.values(), key=lambda r: (r.device, r.port))

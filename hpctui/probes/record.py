@@ -21,6 +21,7 @@ from hpctui.model.probe import NodeResources, NvLink, ServiceState, ServiceStatu
 from hpctui.probes import parse_gpu as pg
 from hpctui.probes import parse_node as pn
 from hpctui.sanitize import clean_text
+from hpctui.validate import Drops
 
 _BEGIN = b"@@hpctui begin "
 _END = b"@@hpctui end "
@@ -198,8 +199,10 @@ class ProbeState:
     nvlink_texts: tuple[str | None, str | None] = (None, None)
     gpu_key: tuple[str, tuple[str, ...]] | None = None
     gpu_rows: list[Gpu] = field(default_factory=list)
+    gpu_drops: Drops = field(default_factory=Drops)  # implausible values of gpu_rows' text
     ib_text: str | None = None
     ib_steady: tuple[IbPort, ...] = ()
+    ib_drops: Drops = field(default_factory=Drops)  # implausible values of ib_text
     mountinfo_text: str | None = None
     mountinfo: list[pn.MountInfo] = field(default_factory=list)
     svc_text: str | None = None
@@ -266,9 +269,15 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
         state.proc = sample
 
     events: list[Event] = []
-    xids = _xids(node, secs.get("xid"), state, warnings)
-    gpus = _gpus(node, secs, state, warnings, xids, events)
+    drops = Drops()  # implausible values in this record (hpctui.validate): N/A plus one warning
+    xids = _xids(node, secs.get("xid"), state, warnings, drops)
+    gpus = _gpus(node, secs, state, warnings, xids, events, drops)
     ib = _ib(node, secs.get("ib"), state, t, warnings)
+    if gpus:
+        drops.merge(state.gpu_drops)
+    if ib:
+        drops.merge(state.ib_drops)
+    warnings.extend(drops.warnings())
     mounts = _mounts(node, secs, state, expected, warnings)
     services = _services(node, secs, state, warnings)
 
@@ -311,7 +320,8 @@ def _resources(node: str, s: pn.ProcSample, prev: pn.ProcSample | None, dt: floa
         disk_busy_pct=disk, nic_rx_bps=rx, nic_tx_bps=tx, nic_errors=errs)
 
 
-def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]) -> list[pn.XidLine]:
+def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str],
+          drops: Drops) -> list[pn.XidLine]:
     if sec is None or sec.late:
         return []
     if sec.rc not in (0, 1):
@@ -321,7 +331,7 @@ def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]
         if line.startswith("dmesg:"):
             warnings.append(f"xid: {clean_text(line[:200])}")
     new = []
-    for x in pn.parse_xid_lines(sec.text, state.boot_time):
+    for x in pn.parse_xid_lines(sec.text, state.boot_time, drops, node):
         if x.raw in state.xid_seen:
             continue
         state.xid_seen[x.raw] = None
@@ -332,7 +342,7 @@ def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]
 
 
 def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list[str],
-          xids: list[pn.XidLine], events: list[Event]) -> tuple[Gpu, ...] | None:
+          xids: list[pn.XidLine], events: list[Event], drops: Drops) -> tuple[Gpu, ...] | None:
     sec = secs.get("gpu")
     if sec is None:
         return None
@@ -348,7 +358,8 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     if gpu_key == state.gpu_key:
         gpus = state.gpu_rows  # same text as the last record (an idle node): same values
     else:
-        gpus = pg.parse_query_gpu(node, sec.text, fields or None)
+        state.gpu_drops = Drops()
+        gpus = pg.parse_query_gpu(node, sec.text, fields or None, state.gpu_drops)
         state.gpu_key, state.gpu_rows = gpu_key, gpus
     bad_rows = sec.text.count("\n") + 1 - len(gpus) if sec.text.strip() else 0
     if bad_rows > 0:
@@ -380,7 +391,7 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     if nvs_text is not None:
         status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text)
     if nve_text is not None:
-        errors = pg.parse_nvlink_errors(nve_text)
+        errors = pg.parse_nvlink_errors(nve_text, drops, node)
     # Processes.
     apps_sec, procs_sec = secs.get("gpu-apps"), secs.get("gpu-procs")
     apps = pg.parse_compute_apps(apps_sec.text) if _ok(apps_sec) else None  # type: ignore[union-attr]
@@ -453,7 +464,8 @@ def _ib(node: str, sec: Section | None, state: ProbeState, t: float,
     if sec.text == state.ib_text:
         return state.ib_steady  # nothing changed: no deltas, no new flaps
     out = []
-    for raw in pn.parse_ib_sysfs(sec.text):
+    state.ib_drops = Drops()
+    for raw in pn.parse_ib_sysfs(sec.text, state.ib_drops, node):
         key = (raw.device, raw.port)
         prev = state.ib_counters.get(key)
         deltas = {}

@@ -21,6 +21,13 @@ class FakeProm:
     port: int = field(default_factory=free_port)
     nodes: list[str] = field(default_factory=lambda: ["n1", "n2"])
     temp: str = "50"
+    # metric name -> value, answered instead of ``temp`` by queries naming that metric (flags such
+    # as DCGM_FI_DEV_MIG_MODE are 0/1: "50" there would be implausible, dropped with a warning)
+    values: dict[str, str] = field(default_factory=lambda: {"DCGM_FI_DEV_MIG_MODE": "0",
+                                                             "DCGM_FI_DEV_ROW_REMAP": "0"})
+    # extra series: (text in the query, labels, value; "now" = the query time), answered by every
+    # query containing that text, for answers beyond the DCGM gauges (node_exporter's IB series)
+    series: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
     xid: dict[str, str] = field(default_factory=dict)  # node -> value of DCGM_FI_DEV_XID_ERRORS
     sample_time: float | None = None  # what timestamp() answers (None: the query time)
     status: int = 200
@@ -66,13 +73,16 @@ class FakeProm:
         result = []
         if "DCGM_FI_DEV" in expr:
             for node in self.nodes:
-                value = self.temp
+                value = next((v for m, v in self.values.items() if m in expr), self.temp)
                 if "timestamp(" in expr:
                     value = str(self.sample_time if self.sample_time is not None else at)
                 elif "XID" in expr:
                     value = self.xid.get(node, "0")
                 metric = {"Hostname": node} if "timestamp(" in expr else {"Hostname": node, "gpu": "0", "UUID": f"GPU-{node}"}
                 result.append({"metric": metric, "value": [at, value]})
+        for name, labels, value in self.series:
+            if name in expr:
+                result.append({"metric": labels, "value": [at, str(at) if value == "now" else value]})
         answer: dict[str, object] = {"status": "success", "data": {"resultType": "vector", "result": result}}
         if self.warnings:
             answer["warnings"] = self.warnings

@@ -14,6 +14,7 @@ from typing import Any
 
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, Severity, Taint
 from hpctui.sanitize import clean_text
+from hpctui.validate import COUNT, is_node_name, show_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -49,16 +50,18 @@ def _s(obj: Any, key: str) -> str | None:
 
 
 def _i(value: Any) -> int | None:
+    """A count (GPUs, MIG slices): a non-negative int below 2**31 (hpctui.validate.COUNT), else None."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    return parse_quantity_int(value) if isinstance(value, str) else None
+    n = value if isinstance(value, int) else parse_quantity_int(value) if isinstance(value, str) else None
+    return n if n is not None and COUNT.ok(n) else None
 
 
 def parse_quantity_int(text: str) -> int | None:
     """Integer quantities as extended resources use them ("8", "1k"); None for anything else."""
     text = text.strip()
+    if len(text) > 20:  # no count has that many digits (nor does int() take 5000 of them)
+        return None
     if text.isdigit():
         return int(text)
     for suffix, mult in (("k", 1000), ("M", 1000**2), ("G", 1000**3)):
@@ -86,6 +89,8 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
     name = clean_text(name_of(obj))
+    if not is_node_name(name):  # the one node-name rule of every source (hpctui.validate)
+        raise BadObject(f"invalid node name {show_value(name)}")
     meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
     conditions: dict[str, str] = {}
     messages: dict[str, str] = {}
@@ -171,12 +176,15 @@ def pod(obj: Mapping[str, Any]) -> Pod:
     queue = labels.get(KUEUE_QUEUE_LABEL) or next(
         (v for k in VOLCANO_QUEUE_KEYS if (v := annotations.get(k) or labels.get(k))), None)
     gpus = sum(_gpu_request(c) for c in _l(spec, "containers") if isinstance(c, dict))
+    node = _s(spec, "nodeName")
+    if node is not None and not is_node_name(node):  # Kubernetes node names are host names too
+        raise BadObject(f"pod {show_value(name)} on an invalid node name {show_value(node)}")
     ready = None
     for cond in _l(status, "conditions"):
         if _s(cond, "type") == "Ready":
             ready = _s(cond, "status") == "True"
     return Pod(
-        namespace=namespace, name=name, node=_s(spec, "nodeName"), phase=phase, reason=reason, message=message,
+        namespace=namespace, name=name, node=node, phase=phase, reason=reason, message=message,
         gpus_requested=gpus, owner_kind=_s(owner, "kind"), owner_name=_s(owner, "name"),
         queue=clean_text(str(queue)) if queue else None, scheduler=_s(spec, "schedulerName"), restarts=restarts,
         start_time=parse_time(status.get("startTime")), created=parse_time(meta.get("creationTimestamp")),

@@ -13,6 +13,7 @@ from NVML's event API, and a :class:`~hpctui.model.probe.ProbeStatus` for this h
 from __future__ import annotations
 
 import asyncio
+import math
 import pwd
 import re
 import socket
@@ -32,6 +33,7 @@ from hpctui.model.probe import GpuProcess, NvLink, ProbeStatus
 from hpctui.probes import parse_gpu as pg
 from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
+from hpctui.validate import GPU_BOUNDS, XID, Drops, checked
 
 if TYPE_CHECKING:
     from hpctui.sources.nvml.settings import NvmlSettings
@@ -177,12 +179,14 @@ class NvmlSource:
                 self._register_events(c, handles)
             gpus: list[Gpu] = []
             warnings: list[str] = []
+            drops = Drops()  # implausible readings (hpctui.validate): N/A plus one warning
             for i, h in enumerate(handles):
                 if h is None:
                     gpus.append(Gpu(node=self.node, index=i, lost=True))
                     continue
-                gpus.append(self._read_gpu(c, i, h))
-            events = self._poll_xids(c, gpus, now) if self._events is not None else []
+                gpus.append(checked(self._read_gpu(c, i, h), GPU_BOUNDS, drops, f"{self.node} GPU {i}"))
+            events = self._poll_xids(c, gpus, now, drops) if self._events is not None else []
+            warnings.extend(drops.warnings())
             out = []
             for g in gpus:
                 recent = self._xids.get(g.index)
@@ -216,14 +220,14 @@ class NvmlSource:
             uuid=_text(c.q("nvmlDeviceGetUUID", h)),
             model=_text(c.q("nvmlDeviceGetName", h)),
             pci_bus_id=_text(getattr(pci, "busId", None)) if pci is not None else None,
-            util_pct=float(util.gpu) if util is not None and not mig_current else None,
-            mem_util_pct=float(util.memory) if util is not None and not mig_current else None,
-            memory_used_mib=mem.used / _MIB if mem is not None else None,
-            memory_total_mib=mem.total / _MIB if mem is not None else None,
+            util_pct=_num(util.gpu) if util is not None and not mig_current else None,
+            mem_util_pct=_num(util.memory) if util is not None and not mig_current else None,
+            memory_used_mib=_div(mem.used, _MIB) if mem is not None else None,
+            memory_total_mib=_div(mem.total, _MIB) if mem is not None else None,
             temp_c=_num(c.q("nvmlDeviceGetTemperature", h, c.const("NVML_TEMPERATURE_GPU", 0))),
             hbm_temp_c=self._field(c, h, c.const("NVML_FI_DEV_MEMORY_TEMP", 82)),
-            power_w=power / 1000.0 if power is not None else None,
-            power_limit_w=limit / 1000.0 if limit is not None else None,
+            power_w=_div(power, 1000.0),
+            power_limit_w=_div(limit, 1000.0),
             sm_clock_mhz=_num(c.q("nvmlDeviceGetClockInfo", h, c.const("NVML_CLOCK_SM", 1))),
             ecc_corrected_volatile=_int(c.q("nvmlDeviceGetTotalEccErrors", h, corrected, volatile)),
             ecc_uncorrected_volatile=_int(c.q("nvmlDeviceGetTotalEccErrors", h, uncorrected, volatile)),
@@ -330,7 +334,7 @@ class NvmlSource:
                 c.q("nvmlDeviceRegisterEvents", h, xid_type, es)
         self._events = es
 
-    def _poll_xids(self, c: _Calls, gpus: list[Gpu], now: float) -> list[Event]:
+    def _poll_xids(self, c: _Calls, gpus: list[Gpu], now: float, drops: Drops) -> list[Event]:
         by_index = {g.index: g for g in gpus}
         wait = "nvmlEventSetWait_v2" if hasattr(c.m, "nvmlEventSetWait_v2") else "nvmlEventSetWait"
         events = []
@@ -341,6 +345,9 @@ class NvmlSource:
             xid = _int(getattr(ev, "eventData", None))
             idx = _int(c.q("nvmlDeviceGetIndex", getattr(ev, "device", None)))
             if xid is None:
+                continue
+            if not XID.ok(xid):  # -1 or 10**300 is no Xid: no event, no CRITICAL
+                drops.value("Xid", xid, self.node)
                 continue
             gpu = by_index.get(idx) if idx is not None else None
             gi = _int(getattr(ev, "gpuInstanceId", None))
@@ -362,18 +369,30 @@ class NvmlSource:
 
 
 def _num(value: object) -> float | None:
+    """A finite float, or None (not a number, NaN/Inf, an int beyond float range)."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            f = float(value)
+        except OverflowError:
+            return None
+        return f if math.isfinite(f) else None
     return None
 
 
+def _div(value: object, by: float) -> float | None:
+    """``value / by`` for a finite number (NVML's mW, bytes), else None."""
+    v = _num(value)
+    return None if v is None else v / by
+
+
 def _int(value: object) -> int | None:
+    """An int, or None (not a number, NaN/Inf)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
+        return int(value) if math.isfinite(value) else None
     return None

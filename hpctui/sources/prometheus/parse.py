@@ -18,12 +18,68 @@ from typing import Any
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
 from hpctui.sanitize import clean_text
 from hpctui.sources.prometheus.client import Sample
-from hpctui.sources.prometheus.queries import FS_GAUGES, GPU_SPARSE, IB_COUNTERS, IB_ERROR_COUNTERS, RESOURCE_GAUGES
+from hpctui.sources.prometheus.queries import (
+    FS_GAUGES,
+    GPU_GAUGES,
+    GPU_SPARSE,
+    IB_COUNTERS,
+    IB_ERROR_COUNTERS,
+    RESOURCE_GAUGES,
+    THROTTLE_NAMES,
+)
+from hpctui.validate import (
+    BITMASK,
+    BYTE_RATE,
+    BYTES,
+    CLOCK_MHZ,
+    COUNT,
+    COUNTER,
+    DCGM_BLANKS,
+    EPOCH_S,
+    FLAG,
+    LOAD,
+    MEMORY_MIB,
+    PERCENT,
+    PERCENT_LOOSE,
+    POWER_W,
+    RATIO,
+    SMALL_ENUM,
+    TEMP_C,
+    XID,
+    Bounds,
+    Drops,
+    ib_rate_ok,
+    is_node_name,
+)
 
 IB_STATE = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 IB_PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
            6: "LinkErrorRecovery", 7: "Phy Test"}
 MIB = 1024.0 * 1024.0
+
+# The plausible range of every field a handler fills (hpctui.validate), and the metric it is named
+# by in a warning. A value outside is N/A plus one line in the source's warnings.
+FIELD_BOUNDS: dict[str, Bounds] = {
+    "util": PERCENT, "mem_util": PERCENT, "temp": TEMP_C, "hbm_temp": TEMP_C, "fb_used": MEMORY_MIB,
+    "fb_free": MEMORY_MIB, "fb_reserved": MEMORY_MIB, "power": POWER_W, "power_limit": POWER_W,
+    "sm_clock": CLOCK_MHZ, "mig_mode": FLAG, "remap_failure": FLAG, "remap_pending": FLAG, "xid": XID,
+    "throttle": BITMASK, "nvl_bw": BYTE_RATE, "state": SMALL_ENUM, "phys": SMALL_ENUM,
+    "load1": LOAD, "load5": LOAD, "load15": LOAD, "mem_total": BYTES, "mem_available": BYTES,
+    "swap_total": BYTES, "swap_free": BYTES, "cpu_count": COUNT, "cpu_busy": PERCENT_LOOSE,
+    "disk_busy": PERCENT_LOOSE, "nic_rx": BYTE_RATE, "nic_tx": BYTE_RATE, "nic_errors": COUNTER,
+    "size": BYTES, "avail": BYTES, "readonly": FLAG, "device_error": FLAG,
+}  # everything else (counters, increase() of counters) is a COUNTER
+PROF_BYTES = Bounds(0.0, 1e13)  # DCGM_FI_PROF_*_BYTES are bytes/s; the other PROF fields are ratios
+FIELD_METRIC: dict[str, str] = {
+    **dict((*GPU_GAUGES, *GPU_SPARSE)), "throttle": THROTTLE_NAMES.split("|")[0],
+    "nvl_bw": "rate(DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL)", "state": "node_infiniband_state_id",
+    "phys": "node_infiniband_physical_state_id", "rate": "node_infiniband_rate_bytes_per_second",
+    **{f: m for m, f in (*RESOURCE_GAUGES.items(), *FS_GAUGES.items())},
+    **{f"c:{f}": m for m, f in IB_COUNTERS.items()}, **{f"d:{f}": f"increase({m})" for m, f in IB_COUNTERS.items()},
+    "cpu_count": "count(node_cpu_seconds_total)", "cpu_busy": "rate(node_cpu_seconds_total)",
+    "disk_busy": "rate(node_disk_io_time_seconds_total)", "nic_rx": "rate(node_network_receive_bytes_total)",
+    "nic_tx": "rate(node_network_transmit_bytes_total)", "nic_errors": "increase(node_network_*_errs_total)",
+}
 
 
 GpuKey = tuple[str, int, int | None]  # node, gpu index, GPU instance id (MIG) or None
@@ -43,15 +99,20 @@ class NodeNamer:
         self.replace = replace
         self.to_cluster = to_cluster
         self._cache: dict[tuple[str | None, ...], str | None] = {}
+        self.bad: dict[tuple[str | None, ...], str] = {}  # label tuple -> the invalid node name it gave
         self.origin: dict[str, dict[str, set[str]]] = {}  # node -> label -> raw values it came from
         self.gpu_keys: dict[tuple[str | None, ...], GpuKey | None] = {}  # Collector's caches, per label tuple
         self.port_keys: dict[tuple[str | None, ...], tuple[str, str, int] | None] = {}
 
     def trim(self, limit: int = 1_000_000) -> None:
         """Forget cached label tuples when too many accumulated (nodes and GPUs renamed over weeks)."""
-        for cache in (self._cache, self.gpu_keys, self.port_keys):
+        for cache in (self._cache, self.gpu_keys, self.port_keys, self.bad):
             if len(cache) > limit:
                 cache.clear()
+
+    def rejected(self, metric: Mapping[str, str]) -> str | None:
+        """The invalid node name ``metric``'s labels gave (so it has no node), or None."""
+        return self.bad.get(tuple(map(metric.get, self.labels))) if self.bad else None
 
     def __call__(self, metric: Mapping[str, str]) -> str | None:
         key = tuple(map(metric.get, self.labels))
@@ -70,7 +131,9 @@ class NodeNamer:
                 candidate = clean_text(candidate.strip())
                 if candidate and self.to_cluster is not None:
                     candidate = self.to_cluster(candidate)
-                if candidate:
+                if candidate and not is_node_name(candidate):  # the one node-name rule (hpctui.validate)
+                    self.bad[key] = candidate
+                elif candidate:
                     name = candidate
                     self.origin.setdefault(name, {}).setdefault(label, set()).add(raw)
                 break
@@ -113,6 +176,7 @@ class Collector:
         self.dropped = 0  # series without identifying labels
         self.duplicates = 0
         self.not_numbers = 0  # NaN / Inf / unparsable
+        self.drops = Drops()  # implausible values, series whose node name is invalid
         self._clean: dict[str, str] = {}
         self._gpu_labels = (*namer.labels, "gpu", "GPU_I_ID")
         self._port_labels = (*namer.labels, "device", "port")
@@ -131,12 +195,28 @@ class Collector:
     def _value(self, s: Sample) -> float | None:
         try:
             v = float(s.value[1])  # type: ignore[index]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             v = math.nan
         if v - v != 0.0:  # NaN or ±Inf (or unparsable): not available
             self.not_numbers += 1
             return None
         return v
+
+    def _checked(self, s: Sample, fld: str, bounds: Bounds, node: str) -> float | None:
+        """:meth:`_value`, or None (recorded in ``drops``) when outside ``bounds`` for ``fld``."""
+        v = self._value(s)
+        if v is None or bounds.ok(v):
+            return v
+        self.drops.value(FIELD_METRIC.get(fld, fld), v, node)
+        return None
+
+    def _no_node(self, m: Mapping[str, str]) -> None:
+        """A series without a node: its node name was invalid (named once), or it had no node label."""
+        bad = self.namer.rejected(m)
+        if bad is not None:
+            self.drops.bad_name(bad)
+        else:
+            self.dropped += 1
 
     # Keys are cached per raw label tuple: a refresh has ~10 series per GPU and port, and the
     # same few thousand label tuples come back in every family.
@@ -147,7 +227,7 @@ class Collector:
         except KeyError:
             key = self._gpu_keys[raw] = self._make_gpu_key(m)
         if key is None and count:
-            self.dropped += 1
+            self._no_node(m)
         return key
 
     def _make_gpu_key(self, m: Mapping[str, str]) -> GpuKey | None:
@@ -165,7 +245,7 @@ class Collector:
         except KeyError:
             key = self._port_keys[raw] = self._make_port_key(m)
         if key is None:
-            self.dropped += 1
+            self._no_node(m)
         return key
 
     def _make_port_key(self, m: Mapping[str, str]) -> tuple[str, str, int] | None:
@@ -188,6 +268,8 @@ class Collector:
 
     def _gpu(self, fld: str, samples: list[Sample]) -> None:
         seen: set[GpuKey] = set()
+        bounds = FIELD_BOUNDS.get(fld, COUNTER)
+        lo, hi, counter = bounds.lo, bounds.hi, bounds.integer  # inlined check: 11 families × every GPU
         for s in samples:
             key = self._gpu_key(s.metric)
             if key is None:
@@ -195,6 +277,9 @@ class Collector:
             if not self._first(seen, key):
                 continue
             v = self._value(s)
+            if v is not None and (not lo <= v <= hi or (counter and v in DCGM_BLANKS)):
+                self.drops.value(FIELD_METRIC.get(fld, fld), v, key[0])
+                v = None
             rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
             if v is not None:
                 rec[fld] = v
@@ -202,7 +287,7 @@ class Collector:
     def _gpu_rate(self, fld: str, samples: list[Sample]) -> None:
         for s in samples:
             key = self._gpu_key(s.metric, count=False)  # may be a series gone stale: not worth a warning
-            v = self._value(s) if key is not None else None
+            v = self._checked(s, fld, BYTE_RATE, key[0]) if key is not None else None
             if key is not None and v is not None:
                 self.gpu_rates.setdefault(key, {})[fld] = v
 
@@ -216,7 +301,7 @@ class Collector:
             short = name[len("DCGM_FI_PROF_"):].lower()
             if not self._first(seen, (key, short)):
                 continue
-            v = self._value(s)
+            v = self._checked(s, name, PROF_BYTES if short.endswith("_bytes") else RATIO, key[0])
             if v is not None:
                 self.gpu.setdefault(key, {})["prof_" + short] = v
 
@@ -246,10 +331,11 @@ class Collector:
     def _time(self, out: dict[str, float], samples: list[Sample]) -> None:
         for s in samples:
             node = self.namer(s.metric)
-            v = self._value(s)
             if node is None:
-                self.dropped += 1
-            elif v is not None:
+                self._no_node(s.metric)
+                continue
+            v = self._checked(s, "timestamp()", EPOCH_S, node)
+            if v is not None:
                 out[node] = max(v, out.get(node, v))
 
     def _gpu_time(self, _fld: str, samples: list[Sample]) -> None:
@@ -274,7 +360,11 @@ class Collector:
             if not self._first(seen, key):
                 continue
             v = self._value(s)
-            if v is not None:
+            if v is not None and fld == "rate" and not ib_rate_ok(v * 8 / 1e9):  # not an IB link rate
+                self.drops.value(FIELD_METRIC["rate"], v, key[0])
+            elif v is not None and fld != "rate" and not SMALL_ENUM.ok(v):
+                self.drops.value(FIELD_METRIC.get(fld, fld), v, key[0])
+            elif v is not None:
                 self.ib.setdefault(key, {})[fld] = v
 
     def _ib_counters(self, _fld: str, samples: list[Sample]) -> None:
@@ -283,7 +373,7 @@ class Collector:
             key = self._port_key(s.metric)
             if key is None or counter is None:
                 continue
-            v = self._value(s)
+            v = self._checked(s, "c:" + counter, COUNTER, key[0])
             if v is not None:
                 rec = self.ib.setdefault(key, {})
                 if "c:" + counter in rec:
@@ -294,17 +384,18 @@ class Collector:
     def _ib_delta(self, fld: str, samples: list[Sample]) -> None:
         for s in samples:
             key = self._port_key(s.metric)
-            v = self._value(s) if key is not None else None
+            v = self._checked(s, "d:" + fld, COUNTER, key[0]) if key is not None else None
             if key is not None and v is not None:
                 self.ib_deltas.setdefault(key, {})[fld] = round(v)
 
     def _res(self, fld: str, samples: list[Sample]) -> None:
+        bounds = FIELD_BOUNDS.get(fld, COUNTER)
         for s in samples:
             node = self.namer(s.metric)
             if node is None:
-                self.dropped += 1
+                self._no_node(s.metric)
                 continue
-            v = self._value(s)
+            v = self._checked(s, fld, bounds, node)
             if v is not None:
                 self.res.setdefault(node, {})[fld] = v
 
@@ -313,19 +404,20 @@ class Collector:
             fld = RESOURCE_GAUGES.get(s.metric.get("__name__", ""))
             node = self.namer(s.metric)
             if node is None or fld is None:
-                self.dropped += 1
+                self._no_node(s.metric)
                 continue
-            v = self._value(s)
+            v = self._checked(s, fld, FIELD_BOUNDS[fld], node)
             if v is not None:
                 self.res.setdefault(node, {})[fld] = v
 
     def _res_dev(self, fld: str, samples: list[Sample]) -> None:
+        bounds = FIELD_BOUNDS.get(fld, COUNTER)
         for s in samples:
             node, dev = self.namer(s.metric), self.clean(s.metric.get("device"))
             if node is None or dev is None:
-                self.dropped += 1
+                self._no_node(s.metric)
                 continue
-            v = self._value(s)
+            v = self._checked(s, fld, bounds, node)
             if v is not None:
                 self.res_dev.setdefault(node, {}).setdefault(fld, {})[dev] = v
 
@@ -335,12 +427,12 @@ class Collector:
             fld = FS_GAUGES.get(m.get("__name__", ""))
             node, mp = self.namer(m), self.clean(m.get("mountpoint"))
             if node is None or mp is None or fld is None:
-                self.dropped += 1
+                self._no_node(m)
                 continue
             rec = self.fs.setdefault((node, mp), {})
             rec.setdefault("device", self.clean(m.get("device")))
             rec.setdefault("fstype", self.clean(m.get("fstype")))
-            v = self._value(s)
+            v = self._checked(s, fld, FIELD_BOUNDS[fld], node)
             if v is not None:
                 rec[fld] = v
 
@@ -351,6 +443,7 @@ class Collector:
             out.append(f"{self.dropped} series without node/gpu/device labels dropped")
         if self.duplicates:
             out.append(f"{self.duplicates} duplicate series ignored")
+        out.extend(self.drops.warnings())
         return out
 
     def build_gpus(self) -> dict[str, tuple[Gpu, ...]]:

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
+from hpctui.validate import Drops
 
 T = TypeVar("T")
 
@@ -38,6 +39,7 @@ class Dropped:
         self.keep = keep
         self.count = 0
         self.messages: list[str] = []
+        self.values = Drops()  # implausible numbers in records that were kept (shown as N/A)
 
     def __call__(self, message: str) -> None:
         self.count += 1
@@ -49,6 +51,7 @@ class Dropped:
             more = f" (+{self.count - len(self.messages)} more)" if self.count > len(self.messages) else ""
             warnings.append(f"{self.count} unreadable {self.what} record(s) dropped: "
                             f"{'; '.join(self.messages)}{more}")
+        warnings.extend(self.values.warnings())
 
 
 @dataclass

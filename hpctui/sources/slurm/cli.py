@@ -131,8 +131,8 @@ class CliBackend:
     async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
         return await self._read_json_or_text(
             "sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
-            lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped),
-            lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped), "nodes")
+            lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped, drops=dropped.values),
+            lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped, drops=dropped.values), "nodes")
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
         if self.json_ok.get("squeue", True):

@@ -19,6 +19,7 @@ from hpctui.sources.slurm.parse.gres import parse_gres, parse_gres_used
 from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, errors_of, version_from_meta
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import IntLike, epoch, num, split_list, text
+from hpctui.validate import NODE_LIMIT, SLURM_NODE_BOUNDS, Drops, checked
 
 OnInvalid = Callable[[str], None]
 
@@ -183,21 +184,35 @@ def check_node_name(name: str, where: str, on_invalid: OnInvalid | None) -> bool
     return False
 
 
+def checked_node(name: str, info: SlurmNodeInfo, drops: Drops | None) -> SlurmNodeInfo:
+    """``info`` with implausible counts/memory/GPUs (hpctui.validate.SLURM_NODE_BOUNDS) as None,
+    recorded in ``drops``. Cheap for a plausible node: one comparison per value, no copy."""
+    if drops is None:
+        return info
+    for v in (info.cpus_total, info.cpus_alloc, info.memory_total_mb, info.memory_alloc_mb, info.gpus_total,
+              info.gpus_alloc):
+        if v is not None and not 0 <= v < NODE_LIMIT:
+            return checked(info, SLURM_NODE_BOUNDS, drops, name)
+    return info
+
+
 def parse_nodes_json(
-    data: bytes | str, version: str | None = None, *, on_invalid: OnInvalid | None = None
+    data: bytes | str, version: str | None = None, *, on_invalid: OnInvalid | None = None,
+    drops: Drops | None = None,
 ) -> dict[str, SlurmNodeInfo]:
     """``sinfo --json`` or REST ``GET /slurm/vX/nodes`` → {node name: SlurmNodeInfo}.
 
     ``version`` (e.g. "v0.0.40") is checked against PARSEABLE_REST_VERSIONS; None → read
     from ``meta``. v0.0.36 documents carry no ``state_flags`` (so no DRAIN), no
     ``alloc_*`` and no ``partitions``: those come back as no flag / None / ().
+    Implausible counts (a 300-digit CPU count) are None, recorded in ``drops``.
     """
     doc = decode_document(_nodes_decoder, data, version, "slurm nodes JSON")
     convert = _node_converter()
     out: dict[str, SlurmNodeInfo] = {}
     for i, n in enumerate(doc.nodes):
         if check_node_name(n.name, f"$.nodes[{i}]", on_invalid):
-            out[n.name] = convert(n)
+            out[n.name] = checked_node(n.name, convert(n), drops)
     return out
 
 

@@ -26,8 +26,10 @@ from hpctui.sources.slurm.parse.gres import (
     parse_gres_used,
 )
 from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
+from hpctui.sources.slurm.parse.nodes import checked_node
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import parse_cli_time, parse_duration_min, split_list, text, to_int
+from hpctui.validate import Drops
 
 _NODE_KEYS = [
     "NodeName",
@@ -245,7 +247,8 @@ def _invalid(msg: str, on_invalid: OnInvalid | None) -> None:
     on_invalid(msg)
 
 
-def parse_scontrol_nodes(text_in: str, *, on_invalid: OnInvalid | None = None) -> dict[str, SlurmNodeInfo]:
+def parse_scontrol_nodes(text_in: str, *, on_invalid: OnInvalid | None = None,
+                         drops: Drops | None = None) -> dict[str, SlurmNodeInfo]:
     """``scontrol -o show nodes`` → {name: SlurmNodeInfo}. GPUs in use come from
     ``GresUsed`` (``-d``) or, failing that, ``AllocTRES`` ``gres/gpu=N``.
 
@@ -272,7 +275,7 @@ def parse_scontrol_nodes(text_in: str, *, on_invalid: OnInvalid | None = None) -
         else:
             gpus_alloc = None
         reason, user, when = _node_reason(d.get("Reason"))
-        out[name] = SlurmNodeInfo(
+        out[name] = checked_node(name, SlurmNodeInfo(
             base_state=base,
             flags=flags,
             reason=reason,
@@ -289,7 +292,7 @@ def parse_scontrol_nodes(text_in: str, *, on_invalid: OnInvalid | None = None) -
             gpu_type=gpu_type,
             gres=text(d.get("Gres")),
             gres_used=text(d.get("GresUsed")),
-        )
+        ), drops)
     return out
 
 
