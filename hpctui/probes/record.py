@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from hpctui.digits import is_uint
 from hpctui.model.common import Severity
 from hpctui.model.event import Event
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, XidEvent, xid_severity
@@ -146,9 +147,9 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
     chunks = text.split(_SECTION_SEP)
     head = chunks[0].partition("\n")[0]
     fields = head.split()
-    seq = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else -1
+    seq = int(fields[2]) if len(fields) > 2 and is_uint(fields[2]) else -1
     epoch: float | None = None
-    if len(fields) > 3 and fields[3].isdigit():
+    if len(fields) > 3 and is_uint(fields[3]) and len(fields[3]) <= 20:  # ns since 1970: 20 digits at most
         v = int(fields[3])
         epoch = v / 1e9 if v > 10**14 else float(v)  # the loop prints ns; seconds from old loops
     sections: dict[str, Section] = {}
@@ -165,9 +166,10 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
             continue
         if body.endswith("\n"):
             body = body[:-1]  # the separator newline the loop adds after each section
-        rc = int(meta[1]) if meta[1].lstrip("-").isdigit() else None
-        late = int(meta[2]) if meta[2].isdigit() else 1
-        sections[meta[0]] = Section(meta[0], rc, late, " ".join(meta[3:]), body)
+        rc = int(meta[1]) if is_uint(meta[1].removeprefix("-")) else None
+        late = int(meta[2]) if is_uint(meta[2]) else 1
+        name = clean_text(meta[0])
+        sections[name] = Section(name, rc, late, " ".join(meta[3:]), body)
     return seq, epoch, sections
 
 
