@@ -265,7 +265,7 @@ class K8sSource(K8sActions):
             converted = self._convert(stream, obj) if etype != "DELETED" else None
             with self._lock:
                 if etype == "DELETED":
-                    m = obj.get("metadata") or {}
+                    m = meta if isinstance(meta, dict) else {}
                     key = f"{m.get('namespace') or ''}/{m.get('name') or m.get('uid') or '?'}"
                     stream.items.pop(key, None)
                     stream.dropped.pop(key, None)
