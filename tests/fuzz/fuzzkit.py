@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import json
 import signal
 from collections.abc import Callable, Iterator
@@ -191,12 +192,12 @@ def chunked(draw: st.DrawFn, data: bytes, max_chunks: int = 8) -> list[bytes]:
     """``data`` cut at random places (a pipe delivers any split)."""
     cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=max_chunks - 1)))
     bounds = [0, *cuts, len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 # -- the properties -------------------------------------------------------------------------
 
-class Hang(Exception):  # noqa: N818 (a hang is what it reports)
+class Hang(Exception):
     """The parser did not return within HANG_S."""
 
 

@@ -65,7 +65,7 @@ def _every_parser(data: bytes) -> None:
     for lenient in (parse.parse_nodes_json, parse.parse_jobs_json):
         dropped, on_invalid = _dropped()
         try:
-            check(lambda fn=lenient: fn(data, on_invalid=on_invalid), raises=())
+            check(lambda fn=lenient, cb=on_invalid: fn(data, on_invalid=cb), raises=())
         except parse.SlurmParseError as exc:
             clean_message(exc)
         assert_clean(dropped)
