@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fuzzkit import assert_clean, check, clean_message, mutated_text, seed_bytes
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hpctui.sanitize import decode_output
@@ -49,6 +49,8 @@ def _strict_and_lenient(fn: Callable[..., Any], text: str, lenient: bool = True)
         assert_clean(dropped)
 
 
+# Found by bench/fuzz_parsers.py: sinfo's partition column reached SlurmNodeInfo.partitions raw.
+@example(SINFO[0].replace("cpu*", "\x1b]0;owned\x07cpu*", 1))
 @given(mutated_text(SINFO))
 def test_sinfo_text(text: str) -> None:
     _strict_and_lenient(parse.parse_sinfo_text, text)

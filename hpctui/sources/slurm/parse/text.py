@@ -14,6 +14,7 @@ import msgspec
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_gres_request, parse_gres
 from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
@@ -80,7 +81,7 @@ def parse_sinfo_text(text_in: str, sep: str = SEP, *, on_invalid: OnInvalid | No
             on_invalid(f"sinfo text: invalid node name {name!r}")
             continue
         parts.setdefault(name, [])
-        p = part.rstrip("*")
+        p = clean_text(part.rstrip("*"))
         if p and p not in parts[name]:
             parts[name].append(p)
         if name in out:
