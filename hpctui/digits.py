@@ -3,7 +3,7 @@
 ``"²".isdigit()`` is True but ``int("²")`` raises ValueError (superscripts, circled digits, ...),
 and ``int()`` refuses strings of more than 4,300 digits (Python's guard against quadratic
 conversion). A probe record, a label or a node's output holding either would crash the parser
-that trusted ``isdigit()``; :func:`uint` says "not a number" instead.
+that trusted ``isdigit()``; parsers test with :func:`is_uint` instead (else: not a number).
 """
 
 from __future__ import annotations
@@ -14,8 +14,3 @@ MAX_DIGITS = 4300  # sys.get_int_max_str_digits()' default: int() refuses longer
 def is_uint(text: str) -> bool:
     """True when ``int(text)`` is a non-negative integer: ASCII digits only, at most MAX_DIGITS."""
     return text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS
-
-
-def uint(text: str) -> int | None:
-    """``text`` as a non-negative integer when :func:`is_uint`, else None."""
-    return int(text) if is_uint(text) else None
