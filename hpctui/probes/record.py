@@ -253,7 +253,7 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
     if config is not None:
         for line in config.text.splitlines():
             key, _, value = line.partition(" ")
-            if key == "slow_ms" and value.strip().isdigit():
+            if key == "slow_ms" and is_uint(value.strip()):
                 state.slow_ms = float(value)
             elif key == "expect" and value:
                 expected.append(clean_text(value))
@@ -507,7 +507,7 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         if st is not None:
             latency = None
             times = st.extra.split()
-            if len(times) == 2 and all(x.isdigit() for x in times) and not st.late:
+            if len(times) == 2 and all(is_uint(x) for x in times) and not st.late:
                 latency = max(0.0, (int(times[1]) - int(times[0])) / 1e6)
             stat = pn.StatResult(rc=st.rc, late=bool(st.late), latency_ms=latency,
                                  error=_first_line(st.text) or None)

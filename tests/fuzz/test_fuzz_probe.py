@@ -58,6 +58,11 @@ def _with(header: str = "", begin: str = "") -> str:
 @example([_with("gpu-x --5 0")])  # "--5".lstrip("-").isdigit(), int("--5") raises
 @example([_with(begin="9" * 5000 + " 1796156747713185747 1")])  # int() refuses over 4,300 digits
 @example([_with(begin="1 " + "9" * 400 + " 1")])  # an epoch too large for a float: OverflowError
+# The same isdigit()/int() trap in section bodies (found by reading the sites the fuzzer pointed at):
+@example([RECORDS[0].replace("slow_ms 5000", "slow_ms \u00b2", 1)])  # float("²") raises
+@example([RECORDS[0].replace("counters/symbol_error:0", "counters/symbol_error:\u00b2", 1)])
+@example([RECORDS[0].replace("\n194 21 0:42 /", "\n\u00b2 21 0:42 /", 1)])  # mountinfo's mount id
+@example([RECORDS[0].replace("stat.194 0 0 1796156747941470056", "stat.194 0 0 \u00b2", 1)])  # stat times
 @given(st.lists(st.one_of(section_mutated(), mutated_text(RECORDS)), min_size=1, max_size=3))
 def test_parse_record_never_raises_and_stays_clean(records: list[str]) -> None:
     state = ProbeState()  # shared: deltas, flaps, Xid de-duplication run across records

@@ -56,6 +56,7 @@ def test_sinfo_text(text: str) -> None:
     _strict_and_lenient(parse.parse_sinfo_text, text)
 
 
+@example(SQUEUE[0].replace("\x1f2-5%2\x1f", "\x1f\u00b2\x1f", 1), True)  # array task "²": int() raised
 @given(mutated_text(SQUEUE), st.booleans())
 def test_squeue_text(text: str, include_finished: bool) -> None:
     _strict_and_lenient(lambda t, **kw: parse.parse_squeue_text(t, include_finished=include_finished, **kw), text)
@@ -66,6 +67,7 @@ def test_scontrol_nodes(text: str) -> None:
     _strict_and_lenient(parse.parse_scontrol_nodes, text)
 
 
+@example(SCONTROL_JOBS[0].replace("ArrayTaskId=0", "ArrayTaskId=\u00b2", 1), True)
 @given(mutated_text(SCONTROL_JOBS), st.booleans())
 def test_scontrol_jobs(text: str, include_finished: bool) -> None:
     _strict_and_lenient(lambda t, **kw: parse.parse_scontrol_jobs(t, include_finished=include_finished, **kw), text)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from hpctui.digits import is_uint
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
@@ -151,8 +152,8 @@ def _squeue_job(cols: list[str], include_finished: bool) -> SlurmJob | None:
     return SlurmJob(
         job_id=job_id,
         array_job_id=array_job if is_array else None,
-        array_task_id=int(task) if is_array and task and task.isdigit() else None,
-        array_task_str=task if is_array and task and not task.isdigit() else None,
+        array_task_id=int(task) if is_array and task and is_uint(task) else None,
+        array_task_str=task if is_array and task and not is_uint(task) else None,
         name=text(name),
         user=text(user),
         account=text(account),
