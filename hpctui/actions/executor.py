@@ -208,16 +208,17 @@ class ActionExecutor:
 
     def record_audit(self, what: str, write: Callable[[], None]) -> str | None:
         """Run one audit write (``what``: "intent", "step", "outcome"); None when the record is
-        in the log, else the problem, also listed in ``audit_errors``. The writer's notices about a
-        record it did write (a mode tightened, a torn line ended) land in ``audit_errors`` too."""
+        in the log, else why not (``exc.strerror``), and ``audit_errors`` names the lost record.
+        The writer's notices about a record it did write (a mode tightened, a torn line ended)
+        land in ``audit_errors`` too."""
         if self.audit is None:
             return None
         try:
             write()
         except OSError as exc:
-            problem = f"{what} record not written ({exc.strerror or exc})"
-            self.audit_errors.append(f"audit log {self.audit.path}: {problem}")
-            return problem
+            why = exc.strerror or str(exc)
+            self.audit_errors.append(f"audit log {self.audit.path}: {what} record not written ({why})")
+            return why
         finally:
             self.audit_errors.extend(self.audit.take_warnings())
         return None
