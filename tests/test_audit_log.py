@@ -241,6 +241,21 @@ def test_rotation_keeps_n_files_each_under_the_limit_and_readers_read_across(tmp
     assert len(small.records) > len(_lines(path))
 
 
+def test_a_failed_rotation_warns_once_and_still_writes_the_record_whole(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path, max_bytes=500, keep=2)
+
+    def refuse(self: Path, target: Any) -> Path:
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(Path, "replace", refuse)
+    for i in range(4):
+        log.append(_result("x" * 300), "c", action_id=f"id{i}")
+    assert [r["id"] for r in _lines(path)] == ["id0", "id1", "id2", "id3"]
+    assert log.take_warnings() == [f"audit log {path}: not rotated (Permission denied); appended to it"]
+
+
 def test_a_log_moved_away_by_logrotate_is_reopened_at_the_path(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     log = AuditLog(path)

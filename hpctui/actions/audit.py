@@ -110,7 +110,7 @@ class AuditLog:
         self.tail_bytes = tail_bytes
         self.tail_records = tail_records
         self._warnings: list[str] = []
-        self._said: set[str] = set()  # warnings given once per process (a shared log's mode)
+        self._said: set[str] = set()  # warnings given once per AuditLog (a shared log's mode, no rotation)
 
     # -- writing ----------------------------------------------------------------------------
     def take_warnings(self) -> list[str]:
@@ -242,7 +242,7 @@ class AuditLog:
         try:
             self._rotate()
         except OSError as exc:  # the record still goes in, to the file as it is
-            self._warn(f"audit log {self.path}: not rotated ({exc.strerror or exc}); appended to it")
+            self._warn(f"audit log {self.path}: not rotated ({exc.strerror or exc}); appended to it", once=True)
             return fd
         os.close(fd)  # the old file (now .1): waiting writers see it moved and reopen
         return self._open_locked()
