@@ -11,7 +11,7 @@ import re
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import platformdirs
@@ -54,6 +54,12 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     theme: str = "dark"
     read_only: bool = False
     audit_log: str | None = None
+    # The audit log rotates once a record would take it past audit_max_bytes (0: never), keeping
+    # audit_keep older files (audit.jsonl.1 newest … .N); readers (Events view, reports, :audit)
+    # read at most its newest audit_tail_bytes, across the rotated files (hpctui.actions.audit).
+    audit_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 64 << 20
+    audit_keep: Annotated[int, msgspec.Meta(ge=1, le=99)] = 5
+    audit_tail_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 4 << 20
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
     custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hpctui.actions.audit import AuditRead
 from hpctui.report import ReportError, build_report, parse_since, scope, write_report
 
 if TYPE_CHECKING:
@@ -80,7 +81,10 @@ def make_report(args: argparse.Namespace, build_runtime: Callable[[], Runtime]) 
     except ReportError as exc:
         sys.stderr.write(f"hpctui report: error: {exc}\n")
         return 2
-    audit = runtime.executor.audit.read() if runtime.executor.audit is not None else []
+    got = runtime.executor.audit.tail(intents=False) if runtime.executor.audit is not None else AuditRead()
+    for warning in got.warnings:  # a torn line costs that line, never the report
+        sys.stderr.write(f"hpctui report: warning: {warning}\n")
+    audit = got.records
     doc = build_report(snapshot, nodes=nodes, jobs=jobs, since_s=since_s, thresholds=runtime.thresholds,
                        history=runtime.store.history.get, audit=audit, secrets=runtime.secrets,
                        origin="hpctui report")

@@ -12,8 +12,6 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.base import ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
@@ -106,16 +104,16 @@ class Runtime:
         self.store.add_events([action_event(task.result())])
 
     def audit_history(self, limit: int = 200) -> list[Event]:
-        """Earlier actions on this cluster from the audit trail, as events; [] if unreadable."""
-        from hpctui.actions.events import audit_events
+        """Earlier actions on this cluster from the audit trail's tail, as events, plus one
+        warning event per problem met (lines skipped, the log unreadable). Never raises; blocking
+        file I/O: the UI calls it in a worker thread."""
+        from hpctui.actions.events import audit_events, audit_warning_events
 
         audit = self.executor.audit
         if audit is None:
             return []
-        try:
-            return audit_events(audit.read(), self.cluster, limit)
-        except (OSError, ValueError, msgspec.DecodeError):  # a torn last line must not stop the UI
-            return []
+        got = audit.tail(intents=False)
+        return [*audit_events(got.records, self.cluster, limit), *audit_warning_events(got.warnings, self.clock())]
 
     def findings(self, snapshot: ClusterSnapshot | None = None) -> FindingsIndex:
         """The shared findings of ``snapshot`` (default: the store's latest)."""
@@ -176,6 +174,9 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
         actions=config.actions,
     )
     runtime.heatmap = config.heatmap
+    if runtime.executor.audit is not None:  # [top level] audit_max_bytes, audit_keep, audit_tail_bytes
+        audit = runtime.executor.audit
+        audit.max_bytes, audit.keep, audit.tail_bytes = config.audit_max_bytes, config.audit_keep, config.audit_tail_bytes
     context.snapshot = runtime.store.snapshot  # late-bound: sources read it at collect time
     from hpctui.report import secrets_of
 

@@ -66,6 +66,9 @@ def test_good_config_is_typed(tmp_path: Path) -> None:
         ("[clusters.a]\n[[clusters.a.sources]]\nsize = 3", "clusters.a.sources[0].kind: missing"),
         ("[clusters.a]\n[[clusters.a.sources]]\nkind = 'k8s'\nin_cluster = true\ncontext = 'x'", "in_cluster = true takes no kubeconfig or context"),
         ("default_cluster = 'nope'\n[clusters.a]\nsources = [{ kind = 'demo' }]", "default_cluster: no cluster named 'nope'"),
+        ("audit_keep = 0", "audit_keep: expected `int` >= 1"),
+        ("audit_max_bytes = -1", "audit_max_bytes: expected `int` >= 0"),
+        ("audit_tail_bytes = 10", "audit_tail_bytes: expected `int` >= 4096"),
     ],
 )
 def test_bad_config_names_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -92,3 +95,18 @@ def test_cluster_choice_errors(tmp_path: Path) -> None:
         pick_cluster(config, None)
     with pytest.raises(ConfigError, match=r"no cluster named 'c' \(known: a, b\)"):
         pick_cluster(config, "c")
+
+
+def test_audit_rotation_and_tail_settings(tmp_path: Path) -> None:
+    """issue #19: audit_max_bytes / audit_keep (rotation) and audit_tail_bytes (what readers read)
+    have defaults and reach the runtime's AuditLog."""
+    from hpctui.runtime import runtime_from_config
+
+    default = load_config(write(tmp_path, "[clusters.a]\nsources = [{ kind = 'demo' }]\n"))
+    assert (default.audit_max_bytes, default.audit_keep, default.audit_tail_bytes) == (64 << 20, 5, 4 << 20)
+    config = load_config(write(tmp_path, f"audit_log = '{tmp_path / 'a.jsonl'}'\naudit_max_bytes = 1000000\n"
+                                         "audit_keep = 9\naudit_tail_bytes = 65536\n"
+                                         "[clusters.a]\nsources = [{ kind = 'demo' }]\n"))
+    audit = runtime_from_config(config, "a").executor.audit
+    assert audit is not None and audit.path == tmp_path / "a.jsonl"
+    assert (audit.max_bytes, audit.keep, audit.tail_bytes) == (1_000_000, 9, 65536)

@@ -14,15 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
+from hpctui.actions import audit
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sanitize import clean_text
 
 RESULTS = ("ok", "failed", "interrupted", "refused")
 MESSAGE_LIMIT = 400  # characters of one target's output shown in the full record
-TAIL_BYTES = 4 << 20  # the view reads at most the newest 4 MB of the audit file
-MAX_RECORDS = 20_000  # and at most this many records of them
+TAIL_BYTES = audit.TAIL_BYTES  # the view reads at most the newest 4 MB of the audit file
+MAX_RECORDS = audit.TAIL_RECORDS  # and at most this many records of them
 
 
 def _s(value: object) -> str:
@@ -243,34 +242,15 @@ class AuditTail:
     entries: list[AuditEntry]
     records: int  # records parsed
     cut: bool  # older records were left out (the file is bigger than the tail read)
+    skipped: int = 0  # lines that were not a JSON object (torn by a crash, edited)
 
 
 def read_tail(path: os.PathLike[str] | str, *, tail_bytes: int = TAIL_BYTES,
               max_records: int = MAX_RECORDS) -> tuple[tuple[int, int], list[dict[str, Any]], bool]:
-    """``(stamp, records, cut)``: at most the last ``tail_bytes`` of the file, at most
-    ``max_records`` records, in file order. A line cut by the window's start, or torn by a
-    crash, or not JSON, is skipped. OSError (FileNotFoundError included) goes to the caller."""
-    with Path(path).open("rb") as fh:
-        st = os.fstat(fh.fileno())
-        start = max(0, st.st_size - tail_bytes)
-        fh.seek(start)
-        data = fh.read(st.st_size - start)  # bounded even while the file grows
-    cut = start > 0
-    if cut:  # the first line is (most likely) a piece of one: skip it
-        nl = data.find(b"\n")
-        data = data[nl + 1:] if nl >= 0 else b""
-    lines = [raw for raw in data.splitlines() if raw.strip()]
-    if len(lines) > max_records:
-        lines, cut = lines[-max_records:], True
-    out = []
-    for raw in lines:
-        try:
-            rec = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return (st.st_size, st.st_mtime_ns), out, cut
+    """``(stamp, records, cut)``: :func:`hpctui.actions.audit.read_tail` (the newest
+    ``tail_bytes``, across rotated files, bad lines skipped) without the count of skipped lines."""
+    got = audit.read_tail(path, tail_bytes=tail_bytes, max_records=max_records)
+    return got.stamp, got.records, got.cut
 
 
 def load_tail(path: os.PathLike[str] | str, cluster: str | None, stamp: tuple[int, int] | None = None, *,
@@ -283,8 +263,5 @@ def load_tail(path: os.PathLike[str] | str, cluster: str | None, stamp: tuple[in
         return None if stamp == (0, 0) else AuditTail((0, 0), [], 0, False)
     if stamp == (st.st_size, st.st_mtime_ns):
         return None
-    try:
-        new_stamp, records, cut = read_tail(path, tail_bytes=tail_bytes, max_records=max_records)
-    except FileNotFoundError:  # removed between the stat and the open
-        return AuditTail((0, 0), [], 0, False)
-    return AuditTail(new_stamp, audit_entries(records, cluster), len(records), cut)
+    got = audit.read_tail(path, tail_bytes=tail_bytes, max_records=max_records)
+    return AuditTail(got.stamp, audit_entries(got.records, cluster), len(got.records), got.cut, got.skipped)

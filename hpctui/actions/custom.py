@@ -584,11 +584,10 @@ class CustomRun:
             if self.ssh is None:
                 self.refused = "run = \"ssh\" needs an ssh source in this cluster"
         if self.refused is None and audit is not None:
-            try:
-                audit.intent(action_plan, executor.cluster, user=user, action_id=action_id, time=started, extra=extra)
-            except OSError as exc:
-                executor.audit_errors.append(f"audit log {audit.path}: {exc.strerror or exc}")
-                self.refused = f"audit log {audit.path} unwritable ({exc.strerror or exc}): not run"
+            problem = executor.record_audit("intent", lambda: audit.intent(
+                action_plan, executor.cluster, user=user, action_id=action_id, time=started, extra=extra))
+            if problem is not None:
+                self.refused = f"audit log {audit.path} unwritable ({problem}): not run"
         interrupted = False
         try:
             if self.refused is None:
@@ -609,10 +608,8 @@ class CustomRun:
             self.result = CustomResult(plan=self.plan, outputs=outputs, result=result)
             if audit is not None:
                 record = {"custom": audit_fields(outputs)} if self.refused is None else {}
-                try:
-                    audit.append(result, executor.cluster, action_id=action_id, extra={**extra, **record})
-                except OSError as exc:
-                    executor.audit_errors.append(f"audit log {audit.path}: {exc.strerror or exc}")
+                executor.record_audit("outcome", lambda: audit.append(result, executor.cluster, action_id=action_id,
+                                                                      extra={**extra, **record}))
             self._notify()
         return result
 

@@ -67,3 +67,10 @@ def audit_events(records: Iterable[Mapping[str, object]], cluster: str, limit: i
         except (AttributeError, TypeError, ValueError):
             continue
     return out[-limit:]
+
+
+def audit_warning_events(warnings: Iterable[str], time: float) -> list[Event]:
+    """What reading the audit trail met (``AuditRead.warnings``), as warning events: the Events
+    view says so rather than silently showing less history."""
+    return [Event(time=time, source="audit", object="action/audit-log", severity=Severity.WARNING,
+                  message=clean_text(w)) for w in warnings]

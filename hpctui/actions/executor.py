@@ -206,35 +206,45 @@ class ActionExecutor:
                 message="; ".join(f"{s.source} {s.kind.value}: {r.message}" for s, r in mine) or "no step ran"))
         return tuple(merged)
 
-    def _audit_step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, action_id: str,
-                    index: int) -> None:
-        if self.audit is None:
-            return
-        try:
-            self.audit.step(plan, step, outcome, self.cluster, user=self.user, action_id=action_id, index=index,
-                            extra=self.user_extra)
-        except OSError as exc:  # the step has run: report the lost record, never crash the UI
-            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
-
-    def _intent(self, plan: ActionPlan, action_id: str, started: float) -> str | None:
-        """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
+    def record_audit(self, what: str, write: Callable[[], None]) -> str | None:
+        """Run one audit write (``what``: "intent", "step", "outcome"); None when the record is
+        in the log, else why not (``exc.strerror``), and ``audit_errors`` names the lost record.
+        The writer's notices about a record it did write (a mode tightened, a torn line ended)
+        land in ``audit_errors`` too."""
         if self.audit is None:
             return None
         try:
-            self.audit.intent(plan, self.cluster, user=self.user, action_id=action_id, time=started,
-                              extra=self.user_extra)
+            write()
         except OSError as exc:
-            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
-            return f"audit log {self.audit.path} unwritable ({exc.strerror or exc}): not run"
+            why = exc.strerror or str(exc)
+            self.audit_errors.append(f"audit log {self.audit.path}: {what} record not written ({why})")
+            return why
+        finally:
+            self.audit_errors.extend(self.audit.take_warnings())
         return None
 
+    def _audit_step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, action_id: str,
+                    index: int) -> None:
+        audit = self.audit
+        if audit is not None:  # the step has run: a lost record is reported, never crashes the UI
+            self.record_audit("step", lambda: audit.step(plan, step, outcome, self.cluster, user=self.user,
+                                                         action_id=action_id, index=index, extra=self.user_extra))
+
+    def _intent(self, plan: ActionPlan, action_id: str, started: float) -> str | None:
+        """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
+        audit = self.audit
+        if audit is None:
+            return None
+        problem = self.record_audit("intent", lambda: audit.intent(plan, self.cluster, user=self.user,
+                                                                   action_id=action_id, time=started,
+                                                                   extra=self.user_extra))
+        return None if problem is None else f"audit log {audit.path} unwritable ({problem}): not run"
+
     def _audit(self, result: ActionResult, action_id: str | None = None) -> None:
-        if self.audit is None:
-            return
-        try:
-            self.audit.append(result, self.cluster, action_id=action_id, extra=self.user_extra)
-        except OSError as exc:  # the action has run: report the lost record, never crash the UI
-            self.audit_errors.append(f"audit log {self.audit.path}: {exc.strerror or exc}")
+        audit = self.audit
+        if audit is not None:  # the action has run: a lost record is reported, never crashes the UI
+            self.record_audit("outcome", lambda: audit.append(result, self.cluster, action_id=action_id,
+                                                              extra=self.user_extra))
 
     def _refusal(self, plan: ActionPlan, confirmation: str | bool) -> str | None:
         if self.read_only:

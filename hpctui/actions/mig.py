@@ -161,11 +161,9 @@ class MigWorkflow:
                           params={"step": key, "layout": self.layout_name, "gpus": self.gpus_param})
         result = ActionResult(plan=plan, user=self.runtime.executor.user, started=started,
                               finished=self.runtime.clock(), results=tuple(results), refused=refused)
-        try:
-            audit.append(result, self.runtime.cluster, action_id=uuid.uuid4().hex,
-                         extra={**self.runtime.executor.user_extra, "wizard": self.id, "step": key})
-        except OSError as exc:
-            self.runtime.executor.audit_errors.append(f"audit log {audit.path}: {exc.strerror or exc}")
+        self.runtime.executor.record_audit("outcome", lambda: audit.append(
+            result, self.runtime.cluster, action_id=uuid.uuid4().hex,
+            extra={**self.runtime.executor.user_extra, "wizard": self.id, "step": key}))
 
     # -- preparing (no side effects) ----------------------------------------------------------------
     def prepare(self, snapshot: ClusterSnapshot | None = None) -> bool:
@@ -301,6 +299,7 @@ class MigWorkflow:
         ex = ActionExecutor([backend], main.audit, cluster=main.cluster, read_only=main.read_only, user=main.user,
                             clock=main.clock)
         ex.user_extra = {**main.user_extra, "wizard": self.id}  # the apply record names its wizard run
+        ex.audit_errors = main.audit_errors  # a lost record is reported where the wizard looks
         return ex
 
     async def _act(self, executor: ActionExecutor, kind: ActionKind, targets: list[str], params: dict[str, str],

@@ -338,14 +338,23 @@ class HpcApp(App[None]):
 
     def action_export_report(self) -> None:
         """Incident report (md/json/html + an SVG of the screen) for the marked nodes or the cursor node."""
-        from hpctui.ui.report_export import export_report
-
         nodes = self.dashboard.heatmap.targets()
         if not nodes:
             self.notify("no node selected for the report", severity="warning")
             return
+        self.run_worker(self._export_report(nodes), group="report", exit_on_error=False)
+
+    async def _export_report(self, nodes: Sequence[str]) -> None:
+        """The audit log's tail is read in a thread (it may be big, or on NFS); then the report."""
+        from hpctui.actions.audit import AuditRead
+        from hpctui.ui.report_export import export_report
+
+        log = self.runtime.executor.audit
+        got = await asyncio.to_thread(log.tail, intents=False) if log is not None else AuditRead()
+        for warning in got.warnings:
+            self.notify(warning, title="Incident report", severity="warning", markup=False)
         try:
-            out = export_report(self.runtime, nodes, self.export_screenshot)
+            out = export_report(self.runtime, nodes, self.export_screenshot, audit=got.records)
         except (OSError, ValueError) as exc:
             self.notify(f"report failed: {exc}", severity="error", markup=False)
             return

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from hpctui.config import default_state_dir
 from hpctui.private_files import private_dir, write_private
@@ -15,15 +16,20 @@ REPORT_WINDOW_S = 3600.0
 
 
 def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[[], str] | None = None,
-                  directory: Path | None = None, since_s: float = REPORT_WINDOW_S) -> Path:
+                  directory: Path | None = None, since_s: float = REPORT_WINDOW_S,
+                  audit: Sequence[Mapping[str, Any]] | None = None) -> Path:
     """Write the report for ``nodes`` (and ``screen.svg``, the SVG text ``screenshot()`` returns) into
     ``directory`` or a new directory under the state dir's ``reports/``; every file 0600, every
-    directory made 0700. Returns the directory."""
+    directory made 0700. Returns the directory.
+
+    ``audit``: the audit records, read beforehand off the UI thread (``AuditLog.tail``); None reads
+    the log's bounded tail here (blocking file I/O)."""
     snapshot = runtime.store.snapshot()
     now = runtime.clock()
     out = directory or default_state_dir() / "reports" / time.strftime(
         f"{runtime.cluster}-%Y%m%d-%H%M%S", time.gmtime(now))
-    audit = runtime.executor.audit.read() if runtime.executor.audit is not None else []
+    if audit is None:
+        audit = runtime.executor.audit.read() if runtime.executor.audit is not None else []
     doc = build_report(snapshot, nodes=list(nodes), jobs=[], since_s=since_s, thresholds=runtime.thresholds,
                        history=runtime.store.history.get, audit=audit, secrets=runtime.secrets, now=now,
                        origin="hpctui app")

@@ -24,6 +24,7 @@ async def test_report_key_writes_report_for_marked_nodes(make_runtime: Callable[
         await load(app, pilot)
         await pilot.press("space", "right", "space", "E")
         await pilot.pause()
+        await app.workers.wait_for_complete()  # the audit log is read in a worker thread
     [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
     assert {p.name for p in out.iterdir()} == {"report.json", "report.md", "report.html", "screen.svg"}
     assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o600}  # they name users and reasons
@@ -43,6 +44,7 @@ async def test_report_key_works_in_read_only_mode(make_runtime: Callable[..., Ru
         await load(app, pilot)
         await pilot.press("E")
         await pilot.pause()
+        await app.workers.wait_for_complete()
     [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
     assert (out / "report.html").exists()
 

@@ -27,6 +27,7 @@ from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable
 
 if TYPE_CHECKING:
+    from hpctui.actions.audit import AuditLog
     from hpctui.runtime import Runtime
 
 _NODE_ACTIONS = frozenset(k.value for k in NODE_ACTIONS)
@@ -126,6 +127,7 @@ class AuditScreen(TableViewScreen):
         self.read_error: str | None = None
         self._stamp: tuple[int, int] | None = None
         self.cut = False  # older records left out (only the file's tail is read)
+        self.skipped = 0  # lines of the tail that were not a record (torn by a crash, edited)
         self._reading = False
         self._again = self._force = False
 
@@ -155,15 +157,17 @@ class AuditScreen(TableViewScreen):
             self._force = self._force or force
             return
         self._reading = True
-        self.run_worker(self._read(str(audit.path), force), group="audit-read", exit_on_error=False)
+        self.run_worker(self._read(audit, force), group="audit-read", exit_on_error=False)
 
-    async def _read(self, path: str, force: bool) -> None:
+    async def _read(self, audit: AuditLog, force: bool) -> None:
+        path = str(audit.path)
         try:
             while True:
                 self._again = self._force = False
                 stamp = None if force else self._stamp
                 try:
-                    got = await asyncio.to_thread(load_tail, path, self.runtime.cluster, stamp)
+                    got = await asyncio.to_thread(load_tail, path, self.runtime.cluster, stamp,
+                                                  tail_bytes=audit.tail_bytes, max_records=audit.tail_records)
                 except OSError as exc:
                     self._stamp = None  # try again on the next check
                     self.read_error = f"{path}: {exc.strerror or exc}"
@@ -173,6 +177,7 @@ class AuditScreen(TableViewScreen):
                         self._stamp = got.stamp
                         self.entries = got.entries
                         self.cut = got.cut
+                        self.skipped = got.skipped
                         self.read_error = None
                         self._show()
                 if not self._again:
@@ -189,7 +194,10 @@ class AuditScreen(TableViewScreen):
         if self.path:
             parts.append(self.path)
         if self.cut:
-            parts.append(f"newest {len(self.entries)} only (the last {TAIL_BYTES >> 20} MB of the file)")
+            tail_mb = (audit.tail_bytes if (audit := self.runtime.executor.audit) else TAIL_BYTES) >> 20
+            parts.append(f"newest {len(self.entries)} only (the last {tail_mb} MB of the file)")
+        if self.skipped:
+            parts.append(f"audit log: {self.skipped} unreadable line(s) skipped")
         if self.filter.errors:
             parts.append("filter: " + "; ".join(self.filter.errors))
         if self.read_error:

@@ -143,7 +143,7 @@ class DashboardScreen(Screen[None]):
                                                           mount_node_rows(runtime.thresholds),
                                                           id="mounts-pane")
         self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
-        self.events_pane = EventsPane(runtime.audit_history(), id="events-pane")
+        self.events_pane = EventsPane(load_history=runtime.audit_history, id="events-pane")
         self.view = "problems" if wall else "queue"
         self.drill: list[tuple[str, str]] = []  # view stack inside the dashboard: (from pane, node), enter/esc
         self.tab = "heatmap"  # the pane the narrow layout shows (and the tab bar highlights)

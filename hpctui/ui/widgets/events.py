@@ -6,7 +6,7 @@ job id, a node, a word); ``enter`` selects the event's node."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from textual.binding import Binding
@@ -72,11 +72,28 @@ class EventsTable(VirtualTable[Event]):
 
 
 class EventsPane(ScopedPane[Event]):
-    """Newest first; the node scope follows the heatmap's selection."""
+    """Newest first; the node scope follows the heatmap's selection. ``load_history``: earlier
+    events (the audit trail's), read once in a worker thread after mount, never on the UI thread."""
 
-    def __init__(self, history: Sequence[Event] = (), *, id: str | None = None) -> None:
+    def __init__(self, history: Sequence[Event] = (), *, load_history: Callable[[], Sequence[Event]] | None = None,
+                 id: str | None = None) -> None:
         self.history = tuple(history)
+        self.load_history = load_history
         super().__init__("Events", EventsTable(id="events"), self._rows, id=id)
+
+    def on_mount(self) -> None:
+        if self.load_history is not None:
+            self.run_worker(self._read_history, name="events-history", group="events-history", thread=True,
+                            exit_on_error=False, description="audit history")
+
+    def _read_history(self) -> None:
+        assert self.load_history is not None
+        history = tuple(self.load_history())
+        self.app.call_from_thread(self._apply_history, history)
+
+    def _apply_history(self, history: tuple[Event, ...]) -> None:
+        self.history = (*history, *self.history)
+        self.show(None, self.node)
 
     def _rows(self, snapshot: ClusterSnapshot, node: str | None) -> list[Any]:
         events = [*self.history, *snapshot.events]
