@@ -49,7 +49,7 @@ class ThreadedServer:
             app = web.Application(middlewares=[record])
             for method, path, handler in self.routes:
                 app.router.add_route(method, path, handler)
-            self._runner = web.AppRunner(app, handle_signals=False)
+            self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.host, self.port)
             await site.start()
