@@ -87,12 +87,16 @@ class ThreadedServer:
 
 
 async def stream_garbage(request: web.Request, size: int, status: int = 200,
-                         content_type: str = "application/json") -> web.StreamResponse:
-    """``size`` bytes of garbage in 1 MiB writes, without a Content-Length (chunked)."""
+                         content_type: str = "application/json", prefix: bytes = b"") -> web.StreamResponse:
+    """``prefix`` then garbage, ``size`` bytes in all in 1 MiB writes, without a Content-Length
+    (chunked). A prefix like ``{"nodes": [`` makes the garbage look like JSON until it is parsed."""
     resp = web.StreamResponse(status=status, headers={"Content-Type": content_type})
     await resp.prepare(request)
     sent = 0
     try:
+        if prefix:
+            await resp.write(prefix)
+            sent += len(prefix)
         while sent < size:
             block = GARBAGE_BLOCK[: min(MIB, size - sent)]
             await resp.write(block)
@@ -101,3 +105,61 @@ async def stream_garbage(request: web.Request, size: int, status: int = 200,
     except (ConnectionResetError, ConnectionError, asyncio.CancelledError):
         pass  # the client stopped reading: what a bounded client does
     return resp
+
+
+class RssPeak:
+    """The process's resident set sampled every 10 ms: peak growth over the start, in MiB."""
+
+    def __init__(self) -> None:
+        self.start = self.peak = self._rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._rss())
+
+    def __enter__(self) -> RssPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def growth_mib(self) -> float:
+        return (self.peak - self.start) / MIB
+
+
+def _serve_slurm_garbage(size_mib: int) -> None:
+    """A fake slurmrestd in this process: every read answers ``size_mib`` MiB of garbage."""
+    server = ThreadedServer([("GET", "/slurm/{v}/{what}", slurm_garbage(size_mib))]).start()
+    print(server.port, flush=True)
+    import sys
+
+    sys.stdin.read()  # until the test closes our stdin (or kills us)
+    server.stop()
+
+
+def slurm_garbage(size_mib: int) -> Handler:
+    """Garbage three ways: nodes and jobs look like JSON at first (``{"nodes": [``), partitions
+    do not, the diag is an HTTP 500 of garbage."""
+    async def garbage(request: web.Request) -> web.StreamResponse:
+        what = request.match_info["what"]
+        status = 500 if what == "diag" else 200
+        prefix = f'{{"{what}": ['.encode() if what in ("nodes", "jobs") else b""
+        return await stream_garbage(request, size_mib * MIB, status=status, prefix=prefix)
+    return garbage
+
+
+if __name__ == "__main__":  # python tests/fakehttp.py slurm-garbage 50  (prints its port)
+    import sys
+
+    if sys.argv[1:2] == ["slurm-garbage"]:
+        _serve_slurm_garbage(int(sys.argv[2]))

@@ -8,13 +8,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from aiohttp import web
-from fakehttp import MIB, ThreadedServer, stream_garbage
+from fakehttp import MIB, RssPeak, ThreadedServer, slurm_garbage, stream_garbage
 
 from hpctui.actions.base import ActionKind
 from hpctui.sources.base import SourceError
@@ -42,36 +41,6 @@ def _source(url: str, **kw: object) -> SlurmSource:
 def _rest(src: SlurmSource):  # type: ignore[no-untyped-def]
     assert src.rest is not None
     return src.rest
-
-
-class RssPeak:
-    """The process's resident set sampled every 10 ms: peak growth over the start, in MiB."""
-
-    def __init__(self) -> None:
-        self.start = self.peak = self._rss()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @staticmethod
-    def _rss() -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * 4096
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self._rss())
-
-    def __enter__(self) -> RssPeak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def growth_mib(self) -> float:
-        return (self.peak - self.start) / MIB
 
 
 class LoopLag:
@@ -134,28 +103,36 @@ def test_userinfo_in_rest_url_is_never_shown() -> None:
 
 
 async def test_an_endless_answer_is_cut_at_the_cap_with_memory_bounded() -> None:
-    async def endless(request: web.Request) -> web.StreamResponse:
-        return await stream_garbage(request, 200 * MIB)
-    server = ThreadedServer([("GET", "/slurm/{v}/{what}", endless)]).start()
+    server = ThreadedServer([("GET", "/slurm/{v}/{what}", slurm_garbage(200))]).start()
     src = _source(server.url, max_answer_mib=8)
     try:
-        with RssPeak() as rss:
-            with pytest.raises(SourceError) as err:
-                await src.collect()
+        with RssPeak() as rss, pytest.raises(SourceError) as err:
+            await src.collect()
     finally:
         await src.close()
         server.stop()
     text = str(err.value)
     assert "answer over 8 MiB" in text and "unreachable" not in text, text
-    # four reads of at most 8 MiB each (+ the join): far below one 200 MiB answer
+    # nodes and jobs (JSON-looking) read to 8 MiB each (+ the join), the rest one chunk: far below 200 MiB
     assert rss.growth_mib < 120, f"RSS grew {rss.growth_mib:.0f} MiB"
 
 
-async def test_50_mb_of_garbage_is_invalid_json_read_off_the_loop() -> None:
+async def test_garbage_that_is_not_json_is_refused_at_its_first_chunk() -> None:
     async def garbage(request: web.Request) -> web.StreamResponse:
-        status = 500 if request.match_info["what"] == "diag" else 200
-        return await stream_garbage(request, 50 * MIB, status=status)
+        return await stream_garbage(request, 50 * MIB)
     server = ThreadedServer([("GET", "/slurm/{v}/{what}", garbage)]).start()
+    src = _source(server.url)
+    try:
+        with pytest.raises(SourceError) as err:
+            await _rest(src).get("nodes")
+    finally:
+        await src.close()
+        server.stop()
+    assert str(err.value) == "slurmrestd /slurm/v0.0.38/nodes: invalid JSON at byte 0 (not a JSON answer): reading stopped"
+
+
+async def test_50_mb_of_garbage_is_invalid_json_read_off_the_loop() -> None:
+    server = ThreadedServer([("GET", "/slurm/{v}/{what}", slurm_garbage(50))]).start()
     src = _source(server.url)
     try:
         async with LoopLag() as lag:
@@ -165,6 +142,8 @@ async def test_50_mb_of_garbage_is_invalid_json_read_off_the_loop() -> None:
         await src.close()
         server.stop()
     text = str(err.value)
-    assert "invalid JSON" in text and "byte 0" in text and "unreachable" not in text, text
+    # nodes' garbage starts like JSON: read whole (50 MB < the cap), refused at its first bad byte
+    assert "slurmrestd nodes: invalid JSON at byte 11 of a 50 MiB answer" in text, text
+    assert "unreachable" not in text
     # the event loop kept running (keys, redraws): generous for a loaded 2-core machine
     assert lag.max_s < 1.0, f"event loop blocked for {lag.max_s:.2f} s"

@@ -16,6 +16,7 @@ import msgspec
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024  # one read: small enough to keep the event loop and memory smooth
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")  # JSON's whitespace
 
 
 class AnswerTooLarge(Exception):
@@ -64,6 +65,55 @@ async def gather_capped_async(chunks: AsyncIterator[bytes], limit: int) -> bytes
         if total > limit:
             raise AnswerTooLarge(limit)
         parts.append(chunk)
+    return b"".join(parts)
+
+
+class NotJson(Exception):
+    """The answer's first non-blank byte cannot start a JSON document: reading stopped there."""
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        super().__init__(f"invalid JSON at byte {position} (not a JSON answer)")
+
+
+def first_byte_check(chunk: bytes, seen: int) -> bool:
+    """True once the answer's first non-blank byte is known and can start a JSON object or array.
+
+    ``seen``: bytes of the answer before ``chunk``, all blank. Raises :class:`NotJson` when
+    that byte is anything else, so garbage costs one chunk to refuse, not the whole answer.
+    """
+    start = _LEADING_SPACE.match(chunk).end()  # type: ignore[union-attr]  # always matches
+    if start == len(chunk):
+        return False
+    if chunk[start] not in b"{[":
+        raise NotJson(seen + start)
+    return True
+
+
+async def read_json_capped(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """:func:`gather_capped_async` that stops at once (:class:`NotJson`) when the answer is not JSON."""
+    parts: list[bytes] = []
+    total = 0
+    checked = False
+    async for chunk in chunks:
+        if not checked:
+            checked = first_byte_check(chunk, total)
+        total += len(chunk)
+        if total > limit:
+            raise AnswerTooLarge(limit)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def read_prefix(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """The first ``limit`` bytes of a stream; the rest is never read (the caller drops the connection)."""
+    parts: list[bytes] = []
+    total = 0
+    async for chunk in chunks:
+        parts.append(chunk[: limit - total])
+        total += len(parts[-1])
+        if total >= limit:
+            break
     return b"".join(parts)
 
 
@@ -121,6 +171,19 @@ def _space_escape(_m: re.Match[bytes]) -> bytes:
     return b"\\u0020"
 
 
+def _repair_may_help(message: str, body: bytes) -> bool:
+    """Whether msgspec's first fault is one a byte-level repair removes: a raw control byte
+    where it stopped, or a surrogate escape. Anything else (a printable byte where structure
+    was expected, a cut answer) stays after any repair: the first bad byte is the first fault."""
+    if "surrogate" in message:
+        return True
+    m = _BYTE.search(message)
+    if m is None or "truncated" in message:
+        return False
+    at = int(m.group(1))
+    return at < len(body) and body[at] < 0x20
+
+
 def json_fault(body: bytes) -> str | None:
     """Why ``body`` can never be decoded as a JSON object even after a byte-level repair, or None.
 
@@ -131,13 +194,19 @@ def json_fault(body: bytes) -> str | None:
     means the structure is broken and no repair can help. None: decodable, or repairable, or a
     type problem (the parser then says which field).
     """
+    start = _LEADING_SPACE.match(body).end()  # type: ignore[union-attr]  # always matches
+    if start == len(body):
+        return "an empty answer"
+    if body[start] not in b"{[":  # not even the start of an object: no repair helps
+        return f"invalid JSON at byte {start}"
     try:
         _SYNTAX.decode(body)
         return None
     except msgspec.ValidationError:
         return None
-    except msgspec.DecodeError:
-        pass
+    except msgspec.DecodeError as exc:
+        if not _repair_may_help(str(exc), body):
+            return json_error(exc)
     neutral = _LONE_SURROGATE.sub(_space_escape, body.translate(_CONTROLS_TO_SPACE))
     try:
         _SYNTAX.decode(neutral)

@@ -29,10 +29,12 @@ from hpctui.sources.base import SourceError
 from hpctui.sources.bounded import (
     MIB,
     AnswerTooLarge,
+    NotJson,
     check_announced,
-    gather_capped_async,
     json_error,
     json_fault,
+    read_json_capped,
+    read_prefix,
     size_text,
 )
 from hpctui.sources.slurm import parse
@@ -160,14 +162,28 @@ class RestBackend:
                 f"redirects are refused (the token would go with it); set rest_url to the real address")
 
     async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
-        """The body, read in chunks up to ``max_answer_mib`` (then SourceError, connection dropped)."""
+        """The body, read in chunks up to ``max_answer_mib`` (then SourceError, connection dropped).
+
+        An error answer (not 200) is read only as far as :data:`ERROR_BODY_BYTES`, and a 200
+        answer that does not start like JSON is refused after its first chunk: garbage of any
+        size costs one chunk, never a download of the whole of it.
+        """
+        chunks = resp.content.iter_chunked(64 * 1024)
         try:
+            if resp.status != 200:
+                body = await read_prefix(chunks, ERROR_BODY_BYTES)
+                if not resp.content.at_eof():
+                    resp.close()
+                return body
             check_announced(resp.content_length, self.max_answer)
-            return await gather_capped_async(resp.content.iter_chunked(64 * 1024), self.max_answer)
+            return await read_json_capped(chunks, self.max_answer)
         except AnswerTooLarge as exc:
             resp.close()
             raise SourceError(f"slurmrestd {exc} on {path} (max_answer_mib = {self.settings.max_answer_mib}): "
                               f"reading stopped") from None
+        except NotJson as exc:
+            resp.close()
+            raise SourceError(f"slurmrestd {path}: {exc}: reading stopped") from None
 
     def _error(self, status: int, body: bytes, path: str) -> SourceError:
         msgs = parse.parse_rest_errors(body[:ERROR_BODY_BYTES])
