@@ -38,7 +38,7 @@ async def _collect_error(server: ThreadedServer, **kw: object) -> str:
 async def test_an_answer_over_the_cap_stops_the_read_and_says_so() -> None:
     async def endless(request: web.Request) -> web.StreamResponse:
         await request.read()
-        return await stream_garbage(request, 64 * MIB)
+        return await stream_garbage(request, 64 * MIB, prefix=b'{"status": "success", "data": {"result": [')
     text = await _collect_error(ThreadedServer([("POST", "/api/v1/query", endless)]).start(), max_answer_mib=1)
     assert "answer over 1 MiB" in text and "max_answer_mib" in text and "reach" not in text, text
 
@@ -66,7 +66,7 @@ async def test_garbage_is_invalid_json_at_a_byte() -> None:
         await request.read()
         return await stream_garbage(request, 2 * MIB)
     text = await _collect_error(ThreadedServer([("POST", "/api/v1/query", garbage)]).start())
-    assert "invalid JSON at byte 0" in text, text
+    assert "invalid JSON at byte 0 (not a JSON answer)" in text, text
 
 
 async def test_the_password_in_the_url_is_never_shown() -> None:

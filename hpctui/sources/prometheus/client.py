@@ -24,7 +24,15 @@ import msgspec
 
 from hpctui.sanitize import clean_text, redact_url
 from hpctui.sources.base import SourceError
-from hpctui.sources.bounded import MIB, AnswerTooLarge, check_announced, gather_capped_async, json_error
+from hpctui.sources.bounded import (
+    MIB,
+    AnswerTooLarge,
+    NotJson,
+    check_announced,
+    gather_capped_async,
+    json_error,
+    read_json_capped,
+)
 from hpctui.sources.prometheus.settings import PrometheusSettings
 
 
@@ -201,13 +209,19 @@ class PromClient:
 
     async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
         """The body, read in chunks up to ``max_answer_mib`` (then PromError, connection dropped)."""
+        chunks = resp.content.iter_chunked(64 * 1024)
         try:
             check_announced(resp.content_length, self.max_answer)
-            return await gather_capped_async(resp.content.iter_chunked(64 * 1024), self.max_answer)
+            if resp.status >= 400:  # a proxy's HTML error page is read (bounded) to quote its first line
+                return await gather_capped_async(chunks, self.max_answer)
+            return await read_json_capped(chunks, self.max_answer)  # garbage: refused at its first chunk
         except AnswerTooLarge as exc:
             resp.close()
             raise PromError(f"{exc} from {self.where}{path} (max_answer_mib = {self.settings.max_answer_mib}); "
                             f"reading stopped") from None
+        except NotJson as exc:
+            resp.close()
+            raise PromError(f"HTTP {resp.status} from {self.where}{path}: {exc}: not a Prometheus API answer") from None
 
     async def query_raw(self, expr: str, at: float | None = None) -> bytes:
         form = {"query": expr}
