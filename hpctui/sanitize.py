@@ -70,3 +70,20 @@ def is_clean(value: str) -> bool:
 def decode_output(data: bytes) -> str:
     """Bytes from a cluster tool → str: invalid UTF-8 costs one ``�``, never the document."""
     return data.decode("utf-8", errors="replace")
+
+
+# "scheme://" then the userinfo ("user:password@", which may itself hold a raw "@") up to the
+# last "@" before the host; the host, path and query are kept.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s]*@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced by ``***``.
+
+    ``http://admin:S3cretPW@prom:9090/x`` → ``http://***@prom:9090/x``. Works on a bare URL and
+    on any message that embeds one (a library's exception text), so every place a URL is shown
+    (status line, tables, snapshot JSON, errors) passes it through this one function.
+    """
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(r"\1***@", text)

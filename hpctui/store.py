@@ -38,7 +38,7 @@ from hpctui.model import (
     SourceResult,
 )
 from hpctui.model.partition import SlurmPartition
-from hpctui.sanitize import clean_text, is_clean
+from hpctui.sanitize import clean_text, is_clean, redact_url
 
 EVENT_LIMIT = 1000
 V = TypeVar("V")
@@ -208,8 +208,8 @@ class Store:
         self._health[result.source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=t, last_attempt=t,
             last_error=None, consecutive_errors=0, last_duration_s=duration_s,
-            warnings=tuple(clean_text(w) for w in result.warnings),
-            part_errors={k: clean_text(v) for k, v in result.part_errors.items()},
+            warnings=tuple(_status_text(w) for w in result.warnings),
+            part_errors={k: _status_text(v) for k, v in result.part_errors.items()},
             stale_after_s=result.stale_after_s if result.stale_after_s is not None else old.stale_after_s,
         )
         self._changed()
@@ -219,7 +219,7 @@ class Store:
         old = self._health.get(source) or SourceHealth(name=source, kind="?")
         self._health[source] = SourceHealth(
             name=old.name, kind=old.kind, last_success=old.last_success, last_attempt=at,
-            last_error=clean_text(error), consecutive_errors=old.consecutive_errors + 1,
+            last_error=_status_text(error), consecutive_errors=old.consecutive_errors + 1,
             last_duration_s=old.last_duration_s, warnings=old.warnings, part_errors=old.part_errors,
             stale_after_s=old.stale_after_s,
         )
@@ -315,6 +315,12 @@ class Store:
 
     def health(self) -> dict[str, SourceHealth]:
         return dict(self._health)
+
+
+def _status_text(text: str) -> str:
+    """A source's warning or error as shown (status line, tables, snapshot JSON): cleaned of
+    control characters, and the userinfo (a password) of any URL in it redacted."""
+    return redact_url(clean_text(text))
 
 
 def _clean_event(event: Event) -> Event:

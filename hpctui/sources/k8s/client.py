@@ -4,19 +4,26 @@ The client loads the kubeconfig (or the in-cluster service account), does TLS an
 and serialises requests; responses are decoded here with msgspec straight into dicts,
 because the generated model classes cost ~1 ms per pod (10 s for 10,000 pods). Only
 called from worker threads of the source, never from the event loop.
+
+Bounded (issue #19 §5): every answer is read in chunks up to ``max_answer_mib``; a watch
+line longer than ``max_watch_line_mib`` ends the watch (the source relists), and a line that
+is not a JSON object is dropped and reported to the caller, never silently. Redirects are
+refused (``retries = 0`` makes urllib3 raise instead of following one), so the bearer token
+or client certificate only ever goes to the configured server.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import msgspec
 
-from hpctui.sanitize import clean_text
+from hpctui.sanitize import clean_text, redact_url
+from hpctui.sources.bounded import CHUNK, MIB, AnswerTooLarge, LineTooLong, gather_capped, json_error, split_lines
 from hpctui.sources.k8s.settings import K8sSettings
 
 _JSON = msgspec.json.Decoder()
@@ -30,7 +37,7 @@ class K8sError(Exception):
         self.verb = verb
         self.resource = resource
         self.reason = clean_text(reason)
-        self.message = clean_text(message)
+        self.message = redact_url(clean_text(message))
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -61,6 +68,16 @@ def load_api_client(settings: K8sSettings) -> Any:
         raise K8sError(0, f"kubeconfig {where}: {type(exc).__name__}: {exc}", verb="load", resource="config") from None
     cfg.retries = 0  # the source has its own backoff; urllib3's silent retries would hide a dead server
     return client.ApiClient(cfg)
+
+
+class WatchBroken(K8sError):
+    """The watch stream cannot be trusted any more (a line over the cap): relist, then watch."""
+
+
+def _is_redirect_refusal(exc: BaseException) -> bool:
+    """urllib3 with ``retries = 0`` met a 3xx: it raises MaxRetryError("too many redirects")."""
+    reason = getattr(exc, "reason", None)
+    return type(exc).__name__ == "MaxRetryError" and "redirect" in str(reason).lower()
 
 
 class KubeClient:
@@ -107,6 +124,10 @@ class KubeClient:
         except Exception as exc:  # connection refused, TLS, timeout: ApiException(status=0) or urllib3 errors
             if isinstance(exc, K8sError):
                 raise
+            if _is_redirect_refusal(exc):
+                raise K8sError(0, "the API server answered with a redirect: redirects are refused (the "
+                               "credentials stay with the configured server)", verb=verb or method.lower(),
+                               resource=resource) from None
             status = getattr(exc, "status", 0) or 0
             reason = getattr(exc, "reason", None) or str(exc)
             raise K8sError(int(status), _short(str(reason)), verb=verb or method.lower(), resource=resource) from None
@@ -117,14 +138,38 @@ class KubeClient:
         """One request; returns (status, decoded body). Raises K8sError for a non-2xx not in ``ok``."""
         resp = self._call(method, path, query=query, body=body, content_type=content_type, verb=verb,
                           resource=resource)
-        data = resp.read()
+        data = self.read_body(resp, verb or method.lower(), resource)
         try:
             doc = _JSON.decode(data) if data else {}
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as exc:
+            if 200 <= resp.status <= 299:
+                raise K8sError(0, json_error(exc), verb=verb or method.lower(), resource=resource) from None
             doc = {"message": data[:200].decode("utf-8", "replace")}
         if not 200 <= resp.status <= 299 and resp.status not in ok:
             raise error_from(resp.status, doc, verb or method.lower(), resource, resp.reason)
         return resp.status, doc
+
+    def read_body(self, resp: Any, verb: str, resource: str) -> bytes:
+        """A response's body, read in chunks up to ``max_answer_mib`` (else K8sError, connection closed)."""
+        raw = resp.response
+        limit = self.settings.max_answer_mib * MIB
+        try:
+            length = raw.headers.get("Content-Length")
+            if length is not None and length.isdigit() and int(length) > limit:
+                raise AnswerTooLarge(limit, int(length))
+            return gather_capped(raw.stream(CHUNK), limit)
+        except AnswerTooLarge as exc:
+            try:
+                raw.close()
+            except Exception:
+                pass
+            raise K8sError(0, f"{exc} (max_answer_mib = {self.settings.max_answer_mib}): reading stopped",
+                           verb=verb, resource=resource) from None
+        finally:
+            try:
+                raw.release_conn()
+            except Exception:
+                pass
 
     def list_all(self, path: str, *, query: dict[str, Any] | None = None, resource: str = "") -> tuple[list[Any], str]:
         """Every item of a (paginated) list and the list's resourceVersion."""
@@ -146,10 +191,13 @@ class KubeClient:
                 return items, rv
 
     def watch(self, path: str, *, resource_version: str, query: dict[str, Any] | None = None,
-              resource: str = "", timeout_s: int | None = None) -> Iterator[dict[str, Any]]:
+              resource: str = "", timeout_s: int | None = None,
+              on_bad_line: Callable[[str], None] | None = None) -> Iterator[dict[str, Any]]:
         """Watch events (dicts with ``type`` and ``object``) until the server ends the watch.
 
-        An ``ERROR`` event (e.g. 410 Gone) is yielded like any other; the caller decides.
+        An ``ERROR`` event (e.g. 410 Gone) is yielded like any other; the caller decides. A
+        line that is not a JSON object is dropped and described to ``on_bad_line``; a line
+        over ``max_watch_line_mib`` raises :class:`WatchBroken` (events may be lost: relist).
         """
         timeout_s = timeout_s or self.settings.watch_timeout_s
         q = dict(query or {}, watch="true", resourceVersion=resource_version, allowWatchBookmarks="true",
@@ -158,7 +206,7 @@ class KubeClient:
         resp = self._call("GET", path, query=q, timeout=(self.settings.timeout_s, timeout_s + 30.0),
                           verb="watch", resource=resource)
         if not 200 <= resp.status <= 299:
-            data = resp.read()
+            data = self.read_body(resp, "watch", resource)
             try:
                 doc = _JSON.decode(data) if data else {}
             except msgspec.DecodeError:
@@ -166,21 +214,30 @@ class KubeClient:
             raise error_from(resp.status, doc, "watch", resource, resp.reason)
         with self._lock:
             self._open.add(resp)
+        limit = self.settings.max_watch_line_mib * MIB
         try:
-            buffer = b""
-            for chunk in resp.response.stream(amt=None, decode_content=False):
+            # amt: read at most CHUNK at a time (amt=None would read a whole chunked-encoding
+            # chunk, or without chunking the whole endless answer, before yielding anything)
+            for line in split_lines(resp.response.stream(amt=CHUNK, decode_content=False), limit):
                 if self.closed:
                     return
-                buffer += chunk
-                while (nl := buffer.find(b"\n")) != -1:
-                    line, buffer = buffer[:nl], buffer[nl + 1:]
-                    if line.strip():
-                        try:
-                            event = _JSON.decode(line)
-                        except msgspec.DecodeError:
-                            continue
-                        if isinstance(event, dict):
-                            yield event
+                if not line.strip():
+                    continue
+                try:
+                    event = _JSON.decode(line)
+                except msgspec.DecodeError as exc:
+                    if on_bad_line is not None:
+                        on_bad_line(f"{json_error(exc)} of a {len(line):,}-byte line")
+                    continue
+                if isinstance(event, dict):
+                    yield event
+                elif on_bad_line is not None:
+                    on_bad_line(f"a line that is JSON but not an event object ({type(event).__name__})")
+        except LineTooLong as exc:
+            if on_bad_line is not None:
+                on_bad_line(str(exc))
+            raise WatchBroken(0, f"{exc} (max_watch_line_mib = {self.settings.max_watch_line_mib}): "
+                                 f"watch dropped, relisting", verb="watch", resource=resource) from None
         except Exception as exc:
             if self.closed:
                 return

@@ -33,6 +33,11 @@ class K8sSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     drain_timeout_s: float = 120.0  # give up on pods a PodDisruptionBudget keeps blocking (429) after this
     drain_retry_s: float = 5.0  # wait between eviction attempts after a 429
     mig_timeout_s: float = 600.0  # follow nvidia.com/mig.config.state this long
+    # Bounds (issue #19 §5). etcd refuses objects over 1.5 MiB (its default --max-request-bytes),
+    # so a watch line (one object) over 8 MiB is a broken server; a list page holds page_size
+    # objects, typically 5-50 KB each: 128 MiB is a 500-object page of 260 KB objects.
+    max_answer_mib: int = 128
+    max_watch_line_mib: int = 8
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.watch_timeout_s <= 0:
@@ -43,6 +48,8 @@ class K8sSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("in_cluster = true takes no kubeconfig or context")
         if self.drain_timeout_s <= 0 or self.drain_retry_s <= 0 or self.mig_timeout_s <= 0:
             raise ValueError("drain_timeout_s, drain_retry_s and mig_timeout_s must be > 0")
+        if not 1 <= self.max_answer_mib <= 4096 or not 1 <= self.max_watch_line_mib <= 1024:
+            raise ValueError("max_answer_mib must be 1..4096 and max_watch_line_mib 1..1024")
 
 
 def build_k8s_source(settings: K8sSettings, context: SourceContext) -> K8sSource:

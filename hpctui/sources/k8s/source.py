@@ -28,7 +28,7 @@ from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
-from hpctui.sources.k8s.client import K8sError, KubeClient, error_from, q
+from hpctui.sources.k8s.client import K8sError, KubeClient, WatchBroken, error_from, q
 from hpctui.sources.k8s.settings import K8sSettings
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 BACKOFF_MIN_S = 1.0
 BACKOFF_MAX_S = 30.0
+BAD_LINES_SHOWN_S = 300.0  # a dropped watch line stays a warning this long after the last one
 
 
 @dataclass
@@ -56,6 +57,10 @@ class Stream:
     bookmarks: int = 0
     watch_events: int = 0
     dropped: dict[str, str] = field(default_factory=dict)  # key -> why the object was dropped
+    bad_lines: int = 0  # watch lines dropped (not JSON, not an event, over the cap) since bad_since
+    bad_note: str = ""  # what the latest one was
+    bad_since: float = 0.0  # monotonic time of the first of them
+    bad_at: float | None = None  # monotonic time of the latest (None: none)
 
     @property
     def settled(self) -> bool:
@@ -131,6 +136,8 @@ class K8sSource(K8sActions):
                         stream.relists_410 += 1
                     continue
                 with self._lock:
+                    if isinstance(exc, WatchBroken):  # events may have been lost with the line
+                        stream.rv = None
                     stream.error = exc.describe()
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX_S)
@@ -239,10 +246,20 @@ class K8sSource(K8sActions):
         while len(self._seen_events) > limit:
             self._seen_events.pop(next(iter(self._seen_events)))
 
+    def _bad_line(self, stream: Stream, note: str) -> None:
+        """Count one dropped watch line (shown as a warning for BAD_LINES_SHOWN_S after the last)."""
+        now = time.monotonic()
+        with self._lock:
+            if stream.bad_at is None or now - stream.bad_at > BAD_LINES_SHOWN_S:
+                stream.bad_lines, stream.bad_since = 0, now
+            stream.bad_lines += 1
+            stream.bad_note = note
+            stream.bad_at = now
+
     def _watch(self, stream: Stream) -> None:
         assert stream.rv is not None
         for ev in self.client.watch(stream.path, resource_version=stream.rv, query=stream.query,
-                                    resource=stream.resource):
+                                    resource=stream.resource, on_bad_line=lambda note: self._bad_line(stream, note)):
             if self._stop.is_set():
                 return
             etype = ev.get("type")
@@ -329,6 +346,7 @@ class K8sSource(K8sActions):
                 raise SourceError(first)
             warnings = [f"{part}: {err}" for part, err in part_errors.items()]
             dropped = [(s.resource, k, why) for s in self.streams for k, why in s.dropped.items()]
+            warnings.extend(self._bad_line_warnings())
             nodes = self._build(Part.K8S_NODES, by_part) if Part.K8S_NODES in healthy else None
             pods = self._build(Part.PODS, by_part) if Part.PODS in healthy else None
             queues = self._build(Part.K8S_QUEUES, by_part) if Part.K8S_QUEUES in healthy else None
@@ -341,6 +359,17 @@ class K8sSource(K8sActions):
             warnings.append(clean_text(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}"))
         return SourceResult(source=self.name, time=now, k8s_nodes=nodes, pods=pods, events=events,
                             k8s_queues=queues, warnings=tuple(warnings), part_errors=part_errors)
+
+    def _bad_line_warnings(self) -> list[str]:
+        """One warning per stream that dropped watch lines lately (called under the lock)."""
+        now = time.monotonic()
+        out = []
+        for s in self.streams:
+            if s.bad_at is not None and now - s.bad_at <= BAD_LINES_SHOWN_S:
+                ago = max(1, round((now - s.bad_since) / 60))
+                out.append(f"{s.resource} watch: {s.bad_lines} line(s) dropped in the last {ago} min "
+                           f"(latest: {s.bad_note})")
+        return out
 
     def _build(self, part: Part, by_part: dict[Part, list[Stream]]) -> Any:
         """The part's merged items; rebuilt only when a stream changed (called under the lock)."""
@@ -393,7 +422,7 @@ class K8sSource(K8sActions):
     def _pod_logs(self, namespace: str, name: str, container: str | None, tail: int) -> str:
         resp = self.client._call("GET", f"/api/v1/namespaces/{q(namespace)}/pods/{q(name)}/log",
                                  query={"tailLines": tail, "container": container}, verb="get", resource="pods/log")
-        data = resp.read() or b""
+        data = self.client.read_body(resp, "get", "pods/log")
         if not 200 <= resp.status <= 299:
             try:
                 doc = msgspec.json.decode(data)

@@ -3,6 +3,11 @@
 aiohttp, one session per source. Credentials are read once from a file or the environment
 and only ever travel in a request header: no error message, repr or log line carries them.
 Every failure becomes :class:`PromError` with one line a person can act on.
+
+Answers are bounded: the body is read streamed up to ``max_answer_mib`` and an answer with
+more than ``max_series`` series is refused before its series are decoded (issue #19 §5).
+A redirect is followed by aiohttp, which drops ``Authorization`` when it leads to another
+host; userinfo in the configured URL is never shown (:func:`hpctui.sanitize.redact_url`).
 """
 
 from __future__ import annotations
@@ -17,8 +22,17 @@ from pathlib import Path
 import aiohttp
 import msgspec
 
-from hpctui.sanitize import clean_text
+from hpctui.sanitize import clean_text, redact_url
 from hpctui.sources.base import SourceError
+from hpctui.sources.bounded import (
+    MIB,
+    AnswerTooLarge,
+    NotJson,
+    check_announced,
+    gather_capped_async,
+    json_error,
+    read_json_capped,
+)
 from hpctui.sources.prometheus.settings import PrometheusSettings
 
 
@@ -45,7 +59,20 @@ class _Answer(msgspec.Struct):
     warnings: list[str] = msgspec.field(default_factory=list)
 
 
+class _CountData(msgspec.Struct):
+    result: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+class _CountAnswer(msgspec.Struct):
+    data: _CountData | None = None
+
+
 _DECODER = msgspec.json.Decoder(_Answer)
+_COUNTER = msgspec.json.Decoder(_CountAnswer)
+# The shortest series in JSON ({"metric":{},"value":[1,"1"]},) is ~30 bytes: an answer shorter
+# than 30 × max_series cannot hold too many and is decoded in one pass.
+_MIN_SERIES_BYTES = 30
+DEFAULT_MAX_SERIES = 500_000
 
 
 class QueryResult(msgspec.Struct):
@@ -62,14 +89,21 @@ def number(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def decode_answer(body: bytes, status: int = 200) -> QueryResult:
-    """The API's JSON envelope → samples + warnings, or PromError naming the problem."""
+def decode_answer(body: bytes, status: int = 200, max_series: int = DEFAULT_MAX_SERIES) -> QueryResult:
+    """The API's JSON envelope → samples + warnings, or PromError naming the problem.
+
+    More than ``max_series`` series is refused, counted on a cheap first pass (each series a
+    view into ``body``) before any series is decoded, so memory stays bounded by the cap.
+    """
+    if len(body) > _MIN_SERIES_BYTES * max_series and status < 400:
+        _check_series(body, max_series)
     try:
         answer = _DECODER.decode(body)
-    except msgspec.DecodeError:
+    except msgspec.DecodeError as exc:
         if status >= 400:
             raise PromError(f"HTTP {status}: {_first_line(body)}") from None
-        raise PromError(f"HTTP {status}: not a Prometheus API answer ({_first_line(body)})") from None
+        raise PromError(f"HTTP {status}: not a Prometheus API answer: {json_error(exc)} "
+                        f"({_first_line(body)})") from None
     if answer.status != "success" or status >= 400:
         kind = f"{answer.errorType}: " if answer.errorType else ""
         raise PromError(clean_text(f"HTTP {status}: {kind}{answer.error or answer.status}"[:300]))
@@ -79,8 +113,19 @@ def decode_answer(body: bytes, status: int = 200) -> QueryResult:
     return QueryResult(samples=answer.data.result, warnings=warnings)
 
 
+def _check_series(body: bytes, max_series: int) -> None:
+    try:
+        count = _COUNTER.decode(body)
+    except msgspec.DecodeError as exc:
+        raise PromError(f"not a Prometheus API answer: {json_error(exc)} ({_first_line(body)})") from None
+    n = len(count.data.result) if count.data is not None else 0
+    if n > max_series:
+        raise PromError(f"answer of {n:,} series, over the cap of {max_series:,} (max_series); "
+                        f"narrow the query with a selector or raise the cap")
+
+
 def _first_line(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip().splitlines()
+    text = body[:4096].decode("utf-8", "replace").strip().splitlines()
     return clean_text(text[0][:120] if text else "empty answer") or "empty answer"
 
 
@@ -102,13 +147,15 @@ class PromClient:
     def __init__(self, settings: PrometheusSettings) -> None:
         self.settings = settings
         self.base = settings.url.rstrip("/")
+        self.where = redact_url(self.base)  # the base URL as shown: userinfo (a password) redacted
+        self.max_answer = settings.max_answer_mib * MIB
         self._session: aiohttp.ClientSession | None = None
         self._headers: dict[str, str] = {}
         self._ssl: ssl.SSLContext | bool = True
         self._prepared = False
 
     def __repr__(self) -> str:  # never show headers (a token) in a traceback
-        return f"PromClient({self.base!r})"
+        return f"PromClient({self.where!r})"
 
     def _prepare(self) -> None:
         s = self.settings
@@ -144,21 +191,37 @@ class PromClient:
         url = f"{self.base}{path}"
         try:
             async with session.post(url, data=form, headers=self._headers) as resp:
-                body = await resp.read()
+                body = await self._read(resp, path)
                 if resp.status in (401, 403):
                     self._prepared = False  # read the token file again next time (it may have rotated)
                     raise PromError(f"HTTP {resp.status} {resp.reason}: check the bearer token / basic auth")
                 if resp.status >= 400 and not body.lstrip().startswith(b"{"):
                     raise PromError(f"HTTP {resp.status} {resp.reason}: {_first_line(body)}")
                 if resp.status >= 400:
-                    decode_answer(body, resp.status)  # raises with the API's own error text
+                    decode_answer(body, resp.status, self.settings.max_series)  # raises with the API's own text
                 return body
         except TimeoutError:
-            raise PromError(f"no answer from {self.base} within {self.settings.timeout_s:g} s") from None
+            raise PromError(f"no complete answer from {self.where} within {self.settings.timeout_s:g} s") from None
         except aiohttp.ClientConnectorError as exc:
-            raise PromError(f"cannot reach {self.base}: {exc.os_error.strerror or exc}") from None
+            raise PromError(redact_url(f"cannot reach {self.where}: {exc.os_error.strerror or exc}")) from None
         except aiohttp.ClientError as exc:
-            raise PromError(f"{self.base}: {type(exc).__name__}: {exc}") from None
+            raise PromError(redact_url(f"{self.where}: {type(exc).__name__}: {exc}")) from None
+
+    async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
+        """The body, read in chunks up to ``max_answer_mib`` (then PromError, connection dropped)."""
+        chunks = resp.content.iter_chunked(64 * 1024)
+        try:
+            check_announced(resp.content_length, self.max_answer)
+            if resp.status >= 400:  # a proxy's HTML error page is read (bounded) to quote its first line
+                return await gather_capped_async(chunks, self.max_answer)
+            return await read_json_capped(chunks, self.max_answer)  # garbage: refused at its first chunk
+        except AnswerTooLarge as exc:
+            resp.close()
+            raise PromError(f"{exc} from {self.where}{path} (max_answer_mib = {self.settings.max_answer_mib}); "
+                            f"reading stopped") from None
+        except NotJson as exc:
+            resp.close()
+            raise PromError(f"HTTP {resp.status} from {self.where}{path}: {exc}: not a Prometheus API answer") from None
 
     async def query_raw(self, expr: str, at: float | None = None) -> bytes:
         form = {"query": expr}
@@ -166,13 +229,17 @@ class PromClient:
             form["time"] = f"{at:.3f}"
         return await self._post("/api/v1/query", form)
 
+    def decode(self, body: bytes) -> QueryResult:
+        """:func:`decode_answer` with this source's series cap (blocking: call it in a thread)."""
+        return decode_answer(body, 200, self.settings.max_series)
+
     async def query(self, expr: str, at: float | None = None) -> QueryResult:
-        return decode_answer(await self.query_raw(expr, at))
+        return await asyncio.to_thread(self.decode, await self.query_raw(expr, at))
 
     async def query_range(self, expr: str, start: float, end: float, step: float) -> QueryResult:
         body = await self._post("/api/v1/query_range", {
             "query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"})
-        return await asyncio.to_thread(decode_answer, body)
+        return await asyncio.to_thread(self.decode, body)
 
     async def close(self) -> None:
         if self._session is not None:

@@ -44,6 +44,12 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     history_window_s: float = 3600.0  # range query window when a node is opened
     exporter_pod_pattern: str = "dcgm-exporter"  # `pod` labels naming the exporter itself are not workload
     max_parallel_queries: int = 8
+    # Bounds on one answer (issue #19 §5). 64 MiB holds ~370k aggregated series (~180 B each in
+    # JSON): the largest query (DCGM profiling metrics by GPU) of a 4,096-node, 8-GPU cluster with
+    # 10 profiling metrics is ~330k series / ~58 MB. Decoded, a series costs ~700 B, so the series
+    # cap keeps one decoded answer near 350 MB even when the series are tiny.
+    max_answer_mib: int = 64
+    max_series: int = 500_000
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.scrape_interval_s <= 0:
@@ -68,6 +74,8 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
             raise ValueError("rate_window_s and delta_window_s must be >= 1")
         if self.max_parallel_queries < 1:
             raise ValueError("max_parallel_queries must be >= 1")
+        if not 1 <= self.max_answer_mib <= 4096 or self.max_series < 1:
+            raise ValueError("max_answer_mib must be 1..4096 and max_series >= 1")
 
     @property
     def stale_after_s(self) -> float:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from hpctui.model import Event, Gpu, IbPort, Mount, NodeResources, SourceResult, xid_severity
 from hpctui.model.gpu import XID_MEANING
-from hpctui.sources.prometheus.client import PromClient, PromError, QueryResult, decode_answer, number
+from hpctui.sources.prometheus.client import PromClient, PromError, QueryResult, number
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
 from hpctui.sources.prometheus.queries import HISTORY_METRICS, Family, families, history_expr
 from hpctui.sources.prometheus.settings import PrometheusSettings
@@ -79,7 +79,7 @@ class PrometheusSource:
         try:
             return await asyncio.wait_for(self._collect(), timeout=self.settings.timeout_s)
         except TimeoutError:
-            raise PromError(f"no complete answer from {self.client.base} within {self.settings.timeout_s:g} s") from None
+            raise PromError(f"no complete answer from {self.client.where} within {self.settings.timeout_s:g} s") from None
 
     async def _collect(self) -> SourceResult:
         t = self.clock()
@@ -92,8 +92,10 @@ class PrometheusSource:
         warnings: list[str] = []
 
         def fold(family: Family, body: bytes) -> QueryResult:
-            result = decode_answer(body)
+            # one answer decoded at a time: msgspec holds the GIL, so parallel decodes would
+            # gain nothing and only multiply the memory of decoded answers in flight
             with lock:
+                result = self.client.decode(body)
                 collector.add(family.target, family.field, result.samples)
             return result
 

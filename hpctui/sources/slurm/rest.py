@@ -3,6 +3,10 @@
 The version is discovered once from ``/openapi/v3`` (what 22.05 serves) and the newest one
 we support is used. Per version, some actions are not in the API (no node update before
 v0.0.39, no requeue before v0.0.45); the source sends those to the CLI and says so.
+
+Redirects are refused: slurmrestd never redirects, and following one would send
+``X-SLURM-USER-TOKEN`` to whatever host it names. Answers are read streamed up to
+``max_answer_mib``; the configured URL is shown with its userinfo redacted.
 """
 
 from __future__ import annotations
@@ -16,10 +20,23 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import aiohttp
+import msgspec
 
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmPartition
+from hpctui.sanitize import redact_url
 from hpctui.sources.base import SourceError
+from hpctui.sources.bounded import (
+    MIB,
+    AnswerTooLarge,
+    NotJson,
+    check_announced,
+    json_error,
+    json_fault,
+    read_json_capped,
+    read_prefix,
+    size_text,
+)
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
@@ -30,6 +47,9 @@ from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 T = TypeVar("T")
 
 _SERVED = re.compile(r"^/slurm/(v0\.0\.\d+)/")
+# An error answer is slurmrestd's small errors[] document; a longer one is read only this far
+# (garbage of any size costs this much to describe, never a parse of the whole body).
+ERROR_BODY_BYTES = 64 * 1024
 
 
 def version_number(version: str) -> int:
@@ -68,6 +88,8 @@ class RestBackend:
             parts = urlsplit(url)
             self.base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.version: str | None = settings.rest_version
+        self.where = redact_url(url)  # the URL as shown: userinfo (a password) redacted
+        self.max_answer = settings.max_answer_mib * MIB
         self.calls: list[str] = []
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -104,24 +126,67 @@ class RestBackend:
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
                       query: dict[str, str] | None = None) -> tuple[int, bytes]:
-        """One HTTP request; transport failures become a one-line SourceError."""
+        """One HTTP request; transport failures become a one-line SourceError.
+
+        A redirect (3xx) is an error, never followed (the token stays with the configured
+        host); an answer over ``max_answer_mib`` stops the read and is an error that says so.
+        """
         headers = await self._headers()
         self.calls.append(f"{method} {path}")
-        where = self.settings.rest_url
+        where = self.where
+        started = False
         try:
             session = await self._get_session()
             async with session.request(method, self.base + path, json=body, params=query,
-                                                   headers=headers) as resp:
-                return resp.status, await resp.read()
+                                       headers=headers, allow_redirects=False) as resp:
+                started = True
+                if 300 <= resp.status <= 399:
+                    raise SourceError(self._redirect_error(resp.status, resp.headers.get("Location", ""), path))
+                return resp.status, await self._read(resp, path)
         except TimeoutError as exc:
+            if started:  # the answer began and did not finish in time: not an unreachable controller
+                raise SourceError(f"slurmrestd at {where}: the answer to {path} did not finish within "
+                                  f"{self.settings.timeout_s:g}s") from None
             # slurmrestd took the request and sat on it: in practice it is waiting for slurmctld
             raise SourceError(f"slurmctld unreachable: slurmrestd at {where} did not answer within "
                               f"{self.settings.timeout_s:g}s") from exc
         except aiohttp.ClientError as exc:
-            raise SourceError(f"slurmrestd unreachable at {where}: {exc}") from exc
+            if started:
+                raise SourceError(redact_url(f"slurmrestd at {where}: the answer to {path} broke off: "
+                                             f"{type(exc).__name__}: {exc}")) from None
+            raise SourceError(redact_url(f"slurmrestd unreachable at {where}: {exc}")) from None
+
+    def _redirect_error(self, status: int, location: str, path: str) -> str:
+        target = redact_url(location)[:200] or "nowhere"
+        return (f"slurmrestd at {self.where} answered {path} with HTTP {status} redirect to {target}: "
+                f"redirects are refused (the token would go with it); set rest_url to the real address")
+
+    async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
+        """The body, read in chunks up to ``max_answer_mib`` (then SourceError, connection dropped).
+
+        An error answer (not 200) is read only as far as :data:`ERROR_BODY_BYTES`, and a 200
+        answer that does not start like JSON is refused after its first chunk: garbage of any
+        size costs one chunk, never a download of the whole of it.
+        """
+        chunks = resp.content.iter_chunked(64 * 1024)
+        try:
+            if resp.status != 200:
+                body = await read_prefix(chunks, ERROR_BODY_BYTES)
+                if not resp.content.at_eof():
+                    resp.close()
+                return body
+            check_announced(resp.content_length, self.max_answer)
+            return await read_json_capped(chunks, self.max_answer)
+        except AnswerTooLarge as exc:
+            resp.close()
+            raise SourceError(f"slurmrestd {exc} on {path} (max_answer_mib = {self.settings.max_answer_mib}): "
+                              f"reading stopped") from None
+        except NotJson as exc:
+            resp.close()
+            raise SourceError(f"slurmrestd {path}: {exc}: reading stopped") from None
 
     def _error(self, status: int, body: bytes, path: str) -> SourceError:
-        msgs = parse.parse_rest_errors(body)
+        msgs = parse.parse_rest_errors(body[:ERROR_BODY_BYTES])
         text = "; ".join(msgs) or f"HTTP {status}"
         if status in (401, 403):
             if self.jwt.configured:
@@ -155,11 +220,7 @@ class RestBackend:
         for path in ("/openapi/v3", "/openapi"):
             status, body = await self.request("GET", path)
             if status == 200:
-                try:
-                    doc = json.loads(body)
-                except ValueError as exc:
-                    raise SourceError(f"slurmrestd {path} is not JSON: {exc}") from exc
-                served = {m.group(1) for p in doc.get("paths", {}) if (m := _SERVED.match(p))}
+                served = await parse_off_loop(_served_versions, body, path)
                 break
             if status in (401, 403):
                 raise self._error(status, body, path)
@@ -178,19 +239,23 @@ class RestBackend:
         warnings: list[str] = []
         bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
 
-        async def parsed(fn: Callable[[bytes], T], data: object) -> T | BaseException:
+        async def parsed(fn: Callable[[bytes], T], data: object, what: str) -> T | BaseException:
             if isinstance(data, BaseException):
                 return data
             assert isinstance(data, bytes)
             try:
+                await self._check_json(data, what)
                 return await parse_off_loop(fn, data)
             except parse.SlurmParseError as exc:
                 return SourceError(f"cannot read slurmrestd {version} output: {exc}")
+            except SourceError as exc:
+                return exc
 
         # nodes and jobs are the refresh; one of them failing is a warning, both the source's failure
         nodes, jobs = nodes_or_jobs(
-            await parsed(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes, drops=bad_nodes.values), nodes_b),
-            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b),
+            await parsed(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes, drops=bad_nodes.values),
+                         nodes_b, "nodes"),
+            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b, "jobs"),
             warnings)
         bad_nodes.report(warnings)
         bad_jobs.report(warnings)
@@ -199,9 +264,11 @@ class RestBackend:
             if isinstance(parts_b, BaseException):
                 raise parts_b
             assert isinstance(parts_b, bytes)
-            partitions = parse_partition_records_json(parts_b, version)
+            await self._check_json(parts_b, "partitions")
+            partitions = await parse_off_loop(parse_partition_records_json, parts_b, version)
             if nodes and not any(n.partitions for n in nodes.values()):
-                nodes = parse.fill_partitions(nodes, parse.parse_partitions_json(parts_b, version))
+                nodes = parse.fill_partitions(nodes, await parse_off_loop(parse.parse_partitions_json, parts_b,
+                                                                          version))
         except parse.SlurmParseError as exc:
             warnings.append(f"partitions unreadable: {exc}")
         except SourceError as exc:
@@ -215,11 +282,19 @@ class RestBackend:
             ctl = ControllerHealth(reachable="unreachable" not in str(diag_b), detail=f"diag failed: {diag_b}")
         else:
             try:
-                ctl = parse.parse_diag_json(diag_b, version)
-            except parse.SlurmParseError as exc:
+                await self._check_json(diag_b, "diag")
+                ctl = await parse_off_loop(parse.parse_diag_json, diag_b, version)
+            except (parse.SlurmParseError, SourceError) as exc:
                 warnings.append(f"diag unreadable: {exc}")
                 ctl = ControllerHealth(reachable=True, detail="diag unreadable")
         return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings, partitions=partitions)
+
+    @staticmethod
+    async def _check_json(body: bytes, what: str) -> None:
+        """SourceError when ``body`` is not JSON at all (garbage), before a parser tries to repair it."""
+        fault = await parse_off_loop(json_fault, body)
+        if fault is not None:
+            raise SourceError(f"slurmrestd {what}: {fault} of a {size_text(len(body))} answer: not a Slurm document")
 
     # -- acting -----------------------------------------------------------------
     def requests(self, kind: ActionKind, targets: tuple[str, ...],
@@ -262,7 +337,7 @@ class RestBackend:
             except SourceError as exc:
                 results.append(TargetResult(target=target, ok=False, message=str(exc)))
                 continue
-            msgs = parse.parse_rest_errors(data) if data else []
+            msgs = parse.parse_rest_errors(data[:ERROR_BODY_BYTES]) if data else []
             if status == 200 and not msgs:
                 results.append(TargetResult(target=target, ok=True, message="done"))
             else:
@@ -279,12 +354,14 @@ class RestBackend:
             path = f"/slurm/{self.version}/job/{job_id}"
             status, body = await self.request("GET", path)
             if status != 200:
-                msgs = "; ".join(parse.parse_rest_errors(body)).lower()
+                msgs = "; ".join(parse.parse_rest_errors(body[:ERROR_BODY_BYTES])).lower()
                 if "invalid job id" in msgs:
                     continue  # purged: gone
                 raise self._error(status, body, path)
             try:
-                jobs = parse.parse_jobs_json(body, self.version, include_finished=True, on_invalid=lambda _m: None)
+                await self._check_json(body, path)
+                jobs = await parse_off_loop(lambda d: parse.parse_jobs_json(
+                    d, self.version, include_finished=True, on_invalid=lambda _m: None), body)
             except parse.SlurmParseError as exc:
                 raise SourceError(f"cannot read {path}: {exc}") from exc
             rows.extend(JobRow(job_id=str(j.job_id), display_id=j.display_id, state=j.state) for j in jobs)
@@ -297,6 +374,22 @@ class RestBackend:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+class _OpenApi(msgspec.Struct):
+    paths: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
+
+
+_OPENAPI = msgspec.json.Decoder(_OpenApi)
+
+
+def _served_versions(body: bytes, path: str) -> set[str]:
+    """The REST versions an OpenAPI document serves (``/slurm/v0.0.NN/...`` paths)."""
+    try:
+        doc = _OPENAPI.decode(body)
+    except msgspec.DecodeError as exc:  # ValidationError (a wrong type) is a DecodeError too
+        raise SourceError(f"slurmrestd {path} is not an OpenAPI document: {json_error(exc)}") from None
+    return {m.group(1) for p in doc.paths if (m := _SERVED.match(p))}
 
 
 async def _retire_session(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop | None) -> None:

@@ -32,6 +32,11 @@ class SlurmSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     jwt_from_scontrol: bool = False
     jwt_lifespan_s: Annotated[int, Meta(ge=60, le=86_400 * 365)] = 3600  # lifespan asked of `scontrol token`
     verify_tls: bool = True
+    # Largest slurmrestd answer read (issue #19 §5). A job record is ~3.5-6 KB of JSON
+    # (v0.0.36-v0.0.40 samples), so 256 MiB holds ~45,000 jobs: 4.5x Slurm's default
+    # MaxJobCount (10,000). A site with a bigger queue raises it; past it the read stops and
+    # the error says so, instead of growing memory with whatever the server sends.
+    max_answer_mib: Annotated[int, Meta(ge=1, le=4096)] = 256
 
     def __post_init__(self) -> None:
         if self.backend == "rest" and not self.rest_url:

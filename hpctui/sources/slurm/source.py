@@ -91,7 +91,7 @@ class SlurmSource:
             except SourceError as exc:
                 self.detect_notes.append(f"slurmrestd not usable ({exc}): using the CLI")
             else:
-                self.detect_notes.append(f"slurmrestd {version} at {self.settings.rest_url}")
+                self.detect_notes.append(f"slurmrestd {version} at {self.rest.where}")
                 return self.rest
         self.detect_notes.append("using the Slurm CLI")
         return self._cli()
