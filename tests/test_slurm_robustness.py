@@ -447,3 +447,18 @@ def test_cli_reuses_unchanged_jobs_between_refreshes(tmp_path: Path) -> None:
     first, second = asyncio.run(go())
     assert first.slurm_jobs and len(first.slurm_jobs) == len(second.slurm_jobs)
     assert all(a is b for a, b in zip(first.slurm_jobs, second.slurm_jobs, strict=True))
+
+
+def test_garbage_is_not_repaired_whole() -> None:
+    """Issue #19 §5: a document whose structure is broken (garbage after a '{') is refused by a
+    skim, not run through the whole-text repair (~0.5 s per MB with the GIL held) first."""
+    import random
+
+    from hpctui.sources.slurm.parse.errors import repair_json
+
+    rng = random.Random(19)
+    garbage = b'{"jobs": [' + bytes(rng.randrange(256) for _ in range(200_000))
+    assert repair_json(garbage) is None
+    assert repair_json(garbage.decode("utf-8", "replace")) is None
+    # a real repairable fault (an invalid UTF-8 byte in a job name) is still repaired
+    assert repair_json(b'{"jobs": [{"name": "x\xff"}]}') == '{"jobs": [{"name": "x\ufffd"}]}'
