@@ -53,8 +53,10 @@ CORPUS = (
     "[$accent]v[/]",  # a style variable: rich.markup.escape leaves it to the parser
 )
 C = CORPUS
-ARRAY_TASKS = C[0]  # the array task string of the issue: `1071_[[/x]]`
-HOSTILE_PARTITION = C[6]
+ARRAY_TASKS = "/x"  # the issue's job: its id, `1071_[/x]`, holds a closing tag
+HOSTILE_PARTITION = C[6]  # closes nothing: a MarkupError if parsed
+CLICK_PARTITION = C[1]  # a live action if parsed
+HISTORY_ERROR = f"server said {C[0]} {C[1]}"  # a failed range query, shown under the node panel
 NODE = "gpu0001"  # node names stay valid (another layer validates them)
 
 
@@ -78,6 +80,8 @@ def hostile(result: SourceResult) -> SourceResult:
     first = nodes[NODE]
     nodes[NODE] = rep(first, reason=C[7], reason_user=C[8], reason_time=FIXED - 600,
                       flags=first.flags | {"DRAIN"}, partitions=(HOSTILE_PARTITION, *first.partitions))
+    second = nodes["gpu0002"]
+    nodes["gpu0002"] = rep(second, partitions=(CLICK_PARTITION, *second.partitions))
     k8s = dict(result.k8s_nodes or {})
     if NODE in k8s:
         k8s[NODE] = rep(k8s[NODE], conditions={**k8s[NODE].conditions, "Ready": "False"},
@@ -112,6 +116,10 @@ class HostileDemo(DemoSource):
 
     async def pod_logs(self, namespace: str, name: str) -> str:
         return "\n".join(reversed(CORPUS))
+
+    async def history(self, node: str, metric: str, gpu: int | None = None, window_s: float = 300.0) -> object:
+        """A metrics source's range query that fails with the server's (hostile) words."""
+        raise RuntimeError(HISTORY_ERROR)
 
 
 def hostile_runtime(tmp_path: Path, clock: Clock) -> Runtime:
@@ -227,7 +235,7 @@ async def walk_app(walk: Walk) -> None:
 
     for pane in [*PANES, "node"]:  # every pane of the dashboard (and the narrow layout's tabs)
         dash.show_view(pane)
-        await walk.check(f"pane {pane}", expect=(C[3],))
+        await walk.check(f"pane {pane}", expect=(C[3], f"history: RuntimeError: {HISTORY_ERROR}"[:60]))
     await pilot.resize_terminal(90, 50)  # type: ignore[attr-defined]
     for pane in [*PANES, "node"]:
         dash.show_view(pane)
@@ -241,8 +249,9 @@ async def walk_app(walk: Walk) -> None:
     await walk.check("drill into a node", expect=(NODE,))
     await pilot.press("escape")  # type: ignore[attr-defined]
     heatmap = dash.heatmap
-    heatmap.set_grouping("partition", zoom=HOSTILE_PARTITION)
-    await walk.check("heatmap zoomed into a partition", expect=(f"zoom {HOSTILE_PARTITION}",))
+    for partition in (CLICK_PARTITION, HOSTILE_PARTITION):
+        heatmap.set_grouping("partition", zoom=partition)
+        await walk.check(f"heatmap zoomed into partition {partition}", expect=(f"zoom {partition[:16]}",))  # (a narrow pane: its title is cut)
     heatmap.set_grouping("none", zoom=None)
     dash.show_view("heatmap")
     dash.select_node(NODE)
@@ -250,7 +259,7 @@ async def walk_app(walk: Walk) -> None:
     # the job detail (enter on the job whose array task string is `[/x]`)
     await _select(app, pilot, "queue", lambda j: j.array_task_str == ARRAY_TASKS)  # type: ignore[attr-defined]
     await pilot.press("enter")  # type: ignore[attr-defined]
-    await walk.check("job detail", expect=(f"Slurm job 1071_[{ARRAY_TASKS}]", *C[1:6], C[7]))
+    await walk.check("job detail", expect=("Slurm job 1071_[/x]", *C[1:6], C[7]))
     await walk.close_to_dashboard()
 
     # a pod: describe (enter), logs (L)
