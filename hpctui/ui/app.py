@@ -16,11 +16,11 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
-from rich.markup import escape
 from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -29,6 +29,7 @@ from textual.widgets import Input
 from hpctui import signals
 from hpctui.runtime import Runtime
 from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
+from hpctui.ui.literal import escape_markup
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
@@ -370,6 +371,13 @@ class HpcApp(App[None]):
     def action_read_only_notice(self, what: str) -> None:
         self.notify(f"{what}: read-only mode, actions are disabled", severity="warning", timeout=2)
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's notification, always as plain text (``markup`` is ignored): messages carry
+        cluster strings, file paths and exception texts, and parsed markup would turn ``[/x]``
+        into a crash and ``[@click=…]`` into a live action (hpctui.ui.literal)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     def on_action_requested(self, message: ActionRequested) -> None:
         if self.read_only:
             self.action_read_only_notice(message.kind.value)
@@ -421,10 +429,10 @@ class HpcApp(App[None]):
         action = find_action(self.runtime.custom_actions, name)
         if action is None:
             known = ", ".join(a.name for a in self.runtime.custom_actions) or "none configured"
-            self.notify(escape(f"no custom action {name!r} (custom actions: {known})"), severity="warning")
+            self.notify(f"no custom action {name!r} (custom actions: {known})", severity="warning")
             return False
         if self.read_only and read_only_refusal(action):
-            self.notify(escape(f"{name}: {read_only_refusal(action)}"), severity="warning", timeout=3)
+            self.notify(f"{name}: {read_only_refusal(action)}", severity="warning", timeout=3)
             return False
         chosen = tuple(targets) if targets is not None else self.custom_targets(action.scope)
         if not chosen:
@@ -446,6 +454,10 @@ class HpcApp(App[None]):
         """hpctui's own commands only (ctrl+p): every `:` command, the keys of the focused pane,
         the themes `t` cycles through; not Textual's generic list (its theme picker offers
         themes that are not ours)."""
+        for command in self._system_commands(screen):  # Textual parses both texts as markup: escape them
+            yield command._replace(title=escape_markup(command.title), help=escape_markup(command.help))
+
+    def _system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         from hpctui.ui.nav import palette_commands
 
         yield from palette_commands(self, screen)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,6 +22,7 @@ from textual.widgets import Button, Input, Label, Static
 from hpctui.actions.base import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
 from hpctui.actions.plans import drain_reason
 from hpctui.model.hostlist import collect
+from hpctui.ui.literal import literal
 
 if TYPE_CHECKING:
     from hpctui.runtime import Runtime
@@ -201,19 +201,19 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             title = TITLES.get(self.kind, self.kind.value)
             if self.plan.steps:  # a plan spanning backends says so up front
                 title += " · " + " → ".join(step.label for step in self.plan.steps)
-            yield Label(title, id="title")
+            yield Label(title, id="title", markup=False)  # step labels may name cluster objects
             for name in REQUIRED_PARAMS.get(self.kind, ()):
                 kept = self.prefilled.get(name)
                 yield Input(value=self.params.get(name, ""),
                             placeholder=f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'", id=f"param-{name}",
                             tooltip="the current drain reason, kept" if kept else None)
             with VerticalScroll(id="preview"):
-                yield Static(render_plan(self.plan), id="plan")
+                yield Static(render_plan(self.plan), id="plan", markup=False)
             yield Input(id="confirm", placeholder="")
-            yield Static("", id="result")
-            yield Static("", id="hint")
+            yield Static("", id="result", markup=False)
+            yield Static("", id="hint", markup=False)
             with Horizontal(id="buttons"):
-                yield Button(run_label(self.plan), id="run", variant="error" if self.plan.destructive else "primary")
+                yield Button(literal(run_label(self.plan)), id="run", variant="error" if self.plan.destructive else "primary")
                 yield Button("Back", id="cancel")
         yield Static(Text(DIALOG_KEYS), id="dialog-keys")
 
@@ -244,7 +244,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         if word is not None:
             confirm.placeholder = f"type {word} to confirm"
         run = self.query_one("#run", Button)
-        run.label = run_label(self.plan)
+        run.label = literal(run_label(self.plan))
         run.disabled = self.result is not None or not self.plan.runnable or (
             word is not None and confirm.value.strip() != word)
         run.display = self.result is None
@@ -340,9 +340,9 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.query_one("#cancel", Button).focus()  # enter now closes
         self.runtime.refresh_now()
         for problem in self.runtime.executor.audit_errors:
-            self.app.notify(escape(problem), title="Audit record not written", severity="error", timeout=30)
+            self.app.notify(problem, title="Audit record not written", severity="error", timeout=30)
         self.runtime.executor.audit_errors.clear()
-        self.app.notify(escape(f"{self.kind.value}: {sum(r.ok for r in self.result.results)}/"
-                               f"{len(self.result.results)} ok" if not self.result.refused
-                               else f"{self.kind.value} not run: {self.result.refused}"),
+        self.app.notify(f"{self.kind.value}: {sum(r.ok for r in self.result.results)}/"
+                        f"{len(self.result.results)} ok" if not self.result.refused
+                        else f"{self.kind.value} not run: {self.result.refused}",
                         severity="information" if self.result.ok else "error")

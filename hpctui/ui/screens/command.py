@@ -75,7 +75,7 @@ class CommandScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(match_lines("", self.clusters), id="command-matches")
+            yield Static(match_lines("", self.clusters), id="command-matches", markup=False)
             yield Input(placeholder=":nodes  :jobs  :gpus  :cluster NAME  :help   (tab completes, esc closes)",
                         suggester=CommandSuggester(self.clusters), id="command-input", select_on_focus=False)
 

@@ -103,7 +103,7 @@ class CustomPreviewScreen(ModalScreen[bool]):
         with Vertical():
             yield Label(clean_text(f"Custom action: {a.name} ({a.title}){flag}"), id="title", markup=False)
             with VerticalScroll(id="preview"):
-                yield Static(plan_text(self.plan), id="plan")
+                yield Static(plan_text(self.plan), id="plan", markup=False)
             yield Input(id="confirm", placeholder=f"type {self.plan.confirm_word} to confirm")
             yield Static(self._hint(), id="hint", markup=False)
             with Horizontal(id="buttons"):
@@ -213,7 +213,7 @@ class CustomResultScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="custom-head", markup=False)
         with VerticalScroll(id="custom-body"):
-            yield Static("", id="custom-output")
+            yield Static("", id="custom-output", markup=False)
         yield KeyBar()
 
     def on_mount(self) -> None:

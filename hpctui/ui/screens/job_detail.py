@@ -106,10 +106,10 @@ class JobDetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Slurm job {self.job.display_id}  (esc: close · j/k: scroll · s: select its nodes · R H z Z x: act)",
-                        id="job-title")
+                        id="job-title", markup=False)  # the id holds Slurm's array task string: a cluster string
             with VerticalScroll():
-                yield Static(job_lines(self.job, self.runtime.clock()), id="job-body")
-                yield Static("", id="job-accounting")
+                yield Static(job_lines(self.job, self.runtime.clock()), id="job-body", markup=False)
+                yield Static("", id="job-accounting", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#job-accounting", Static).update(Content("fair-share / QoS: loading…"))

@@ -120,14 +120,14 @@ class MigWizardScreen(Screen[None]):
                 yield Label("  Confirm:")
                 yield Input(placeholder="pick a layout first", id="mig-confirm", disabled=True)
                 yield Button("Run", id="mig-run", variant="error", disabled=True)
-            yield Static("", id="mig-status")
+            yield Static("", id="mig-status", markup=False)
             with Horizontal(id="mig-body"):
                 with VerticalScroll(id="mig-steps-box") as steps:
                     steps.border_title = "Steps"
-                    yield Static("", id="mig-steps")
+                    yield Static("", id="mig-steps", markup=False)
                 with VerticalScroll(id="mig-preview-box") as preview:
                     preview.border_title = "Will run"
-                    yield Static("", id="mig-preview")
+                    yield Static("", id="mig-preview", markup=False)
 
     def on_mount(self) -> None:
         if self.runtime.executor.read_only:

@@ -13,23 +13,27 @@ from textual.content import Content
 from textual.geometry import Region
 from textual.widget import Widget
 
+from hpctui.ui.literal import literal
 
-def _as_content(widget: Widget, text: str | Content) -> Content:
-    # What Textual's _BorderTitle descriptor stores: one line, tabs expanded.
-    return widget.render_str(text).expand_tabs(4).split()[0]
+
+def _as_content(text: str | Content) -> Content:
+    # What Textual's _BorderTitle descriptor stores: one line, tabs expanded (but never parsed as markup).
+    return literal(text).expand_tabs(4).split()[0]
 
 
 def set_border_text(widget: Widget, text: str | Content, *, subtitle: bool = False) -> None:
-    """Set the border title (or subtitle) of ``widget``, repainting only that border line."""
+    """Set the border title (or subtitle) of ``widget``, repainting only that border line.
+    A ``str`` is shown as it is (titles hold partition names, filters and source errors): never
+    parsed as markup, unlike Textual's own setters."""
     attr = "_border_subtitle" if subtitle else "_border_title"
     size = widget.outer_size
     if not widget.is_mounted or not size or not hasattr(widget, attr):
         if subtitle:
-            widget.border_subtitle = text
+            widget.border_subtitle = literal(text)
         else:
-            widget.border_title = text
+            widget.border_title = literal(text)
         return
-    setattr(widget, attr, _as_content(widget, text))
+    setattr(widget, attr, _as_content(text))
     offset = widget.content_offset
     y = size.height - 1 if subtitle else 0
     widget.refresh(Region(-offset.x, y - offset.y, size.width, 1))

@@ -312,6 +312,7 @@ class GpuPanel(VerticalScroll):
         self.border_title = "Node / GPUs"
         self.remote: tuple[str, list[float], str] | None = None  # (node, util series, window) of a range query
         self._title = "Node / GPUs"
+        self._subtitle = ""
         self._body: Content | None = None
         self._body_node: str | None = None
         self.gpus_first = False  # set by the screen: the narrow layout's node tab shows every GPU first
@@ -347,7 +348,8 @@ class GpuPanel(VerticalScroll):
         if remote and self.remote is not None:  # a metrics source's own history wins
             util = self.remote[1]
         subtitle = self.remote[2] if remote and self.remote is not None else ""
-        if self.border_subtitle != subtitle:
+        if self._subtitle != subtitle:  # (not border_subtitle: Textual returns it as escaped markup)
+            self._subtitle = subtitle
             set_border_text(self, subtitle, subtitle=True)
         for spark_id, data in (("#spark-util", util), ("#spark-temp", temp)):
             self.query_one(spark_id, MiniSpark).data = data  # redraws only when the series moved
@@ -374,5 +376,6 @@ class GpuPanel(VerticalScroll):
         self.remote = (node, util, window)
         if node == self.node:
             self.query_one("#spark-util", MiniSpark).data = util
+            self._subtitle = window
             set_border_text(self, window, subtitle=True)
             self.query_one("#gpu-history").display = len(util) > 1

@@ -18,6 +18,7 @@ from hpctui.findings import FindingsIndex, findings_for
 from hpctui.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Severity
 from hpctui.ui.keys import LINKS_KEYS, bindings
+from hpctui.ui.literal import literal
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.tables import LinkRow, MountRow, link_row, mount_row, severity_first
 from hpctui.ui.widgets.vtable import VirtualTable
@@ -51,7 +52,7 @@ class TablePane(Vertical):
         super().__init__(id=id, classes=classes)
         self.title = title
         self.table = table
-        self.border_title = title
+        self.border_title = literal(title)
         self._title = title
         self.data_status = ""  # e.g. "✗ stale 42s: slurmctld unreachable", shown in the title
         table.filter_opener = self.open_filter
