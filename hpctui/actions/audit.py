@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from hpctui.actions.base import ActionPlan, ActionResult, StepResult
+from hpctui.private_files import private_dir
 
 _encoder = msgspec.json.Encoder()
 
@@ -218,18 +219,7 @@ class AuditLog:
 
     def _make_parent(self) -> None:
         """Missing parent directories, each created 0700 (``mkdir -p`` would use the umask's mode)."""
-        missing: list[Path] = []
-        parent = self.path.parent
-        while not parent.exists():
-            missing.append(parent)
-            if parent.parent == parent:
-                break
-            parent = parent.parent
-        for directory in reversed(missing):
-            try:
-                directory.mkdir(mode=0o700)
-            except FileExistsError:
-                pass
+        private_dir(self.path.parent)
 
     def _rotate_if_full(self, fd: int, incoming: int) -> int:
         """Rotate when ``incoming`` more bytes would take the locked file past ``max_bytes``;

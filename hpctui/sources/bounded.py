@@ -56,18 +56,6 @@ def gather_capped(chunks: Iterable[bytes], limit: int) -> bytes:
     return b"".join(parts)
 
 
-async def gather_capped_async(chunks: AsyncIterator[bytes], limit: int) -> bytes:
-    """:func:`gather_capped` for an async stream (``aiohttp``'s ``content.iter_chunked``)."""
-    parts: list[bytes] = []
-    total = 0
-    async for chunk in chunks:
-        total += len(chunk)
-        if total > limit:
-            raise AnswerTooLarge(limit)
-        parts.append(chunk)
-    return b"".join(parts)
-
-
 class NotJson(Exception):
     """The answer's first non-blank byte cannot start a JSON document: reading stopped there."""
 
@@ -90,11 +78,13 @@ def first_byte_check(chunk: bytes, seen: int) -> bool:
     return True
 
 
-async def read_json_capped(chunks: AsyncIterator[bytes], limit: int) -> bytes:
-    """:func:`gather_capped_async` that stops at once (:class:`NotJson`) when the answer is not JSON."""
+async def read_json_capped(chunks: AsyncIterator[bytes], limit: int, *, json_only: bool = True) -> bytes:
+    """The chunks of an async stream (``aiohttp``'s ``content.iter_chunked``) joined, or
+    :class:`AnswerTooLarge` as soon as they pass ``limit`` bytes; with ``json_only`` it also stops
+    at once (:class:`NotJson`) when the answer is not JSON."""
     parts: list[bytes] = []
     total = 0
-    checked = False
+    checked = not json_only
     async for chunk in chunks:
         if not checked:
             checked = first_byte_check(chunk, total)

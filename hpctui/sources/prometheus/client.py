@@ -29,7 +29,6 @@ from hpctui.sources.bounded import (
     AnswerTooLarge,
     NotJson,
     check_announced,
-    gather_capped_async,
     json_error,
     read_json_capped,
 )
@@ -213,7 +212,7 @@ class PromClient:
         try:
             check_announced(resp.content_length, self.max_answer)
             if resp.status >= 400:  # a proxy's HTML error page is read (bounded) to quote its first line
-                return await gather_capped_async(chunks, self.max_answer)
+                return await read_json_capped(chunks, self.max_answer, json_only=False)
             return await read_json_capped(chunks, self.max_answer)  # garbage: refused at its first chunk
         except AnswerTooLarge as exc:
             resp.close()
