@@ -73,12 +73,12 @@ class FakeGpu:
     fabric: tuple[int, int] | None = (3, 0)  # (state, status): Completed / NVML_SUCCESS; None: NOT_SUPPORTED
 
 
-class c_nvmlGpuFabricInfo_v2_t(ctypes.Structure):  # noqa: N801  (pynvml's name and layout)
+class c_nvmlGpuFabricInfo_v2_t(ctypes.Structure):  # pynvml's name and layout
     _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_int),
                 ("cliqueId", ctypes.c_uint32), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint32)]
 
 
-c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfo_v2_t  # noqa: N816
+c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfo_v2_t
 
 
 @dataclass(frozen=True)

@@ -249,3 +249,16 @@ def test_probe_selects_every_parallel_fs_mount_for_hang_detection():
     picked = {m.fstype for m in pn.parse_mountinfo(out.stdout)}
     assert picked == {fstype for _, _, fstype, _ in REAL_MOUNTS}
     assert {"fuse.ceph-fuse", "wekafs", "fuse.juicefs", "smb3", "cifs"} <= set(NETWORK_FSTYPES)
+
+
+def test_node_panel_tells_no_nvlink_from_inactive_links_and_shows_a_failed_fabric():
+    from hpctui.ui.widgets.probe_detail import probe_gpu_lines
+
+    def text(g: Gpu) -> str:
+        return " ".join(c.plain for c in probe_gpu_lines(g))
+
+    assert "none on this device" in text(Gpu(node="n", index=0, nvlink_state="none"))
+    assert "PCIe only" in text(Gpu(node="n", index=0, model="NVIDIA A100-PCIE-40GB", nvlink_state="inactive"))
+    assert "an NVLink GPU" in text(Gpu(node="n", index=0, model="NVIDIA A100-SXM4-80GB", nvlink_state="inactive"))
+    assert "In Progress" in text(Gpu(node="n", index=0, fabric_state="In Progress"))
+    assert text(Gpu(node="n", index=0, fabric_state="Completed", fabric_status="Success")) == ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,10 @@ from test_ssh_transport_live import collect_until, settings_for
 from hpctui.model.mount import MountState
 from hpctui.probes.script import ProbeOptions
 from hpctui.sources.ssh.source import SshSource
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "nodeshims"))
+
+nodeshims = pytest.importorskip("nodeshims", reason="tests/testbed/nodeshims not present")
 
 pytestmark = pytest.mark.live
 
@@ -61,14 +66,9 @@ async def test_real_probe_resources_and_services(ssh_bed: SshBed) -> None:
 async def test_hgx_sxid_and_fabric_failure_end_to_end(ssh_bed: SshBed, tmp_path: Path) -> None:
     """Real sshd, the real probe loop, the node shims: a node whose kernel log holds the real NVSwitch SXid
     20034 lines and whose GPUs 5/6 report a stuck / failed NVLink fabric registration; a healthy peer."""
-    import sys
-
     from hpctui.findings import findings_for
     from hpctui.health import Thresholds
     from hpctui.model import ClusterSnapshot, Severity
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "nodeshims"))
-    import nodeshims
 
     a, b = ssh_bed.nodes[0], ssh_bed.nodes[1]
     root = nodeshims.build_shim_root(tmp_path / "shims", {
