@@ -6,6 +6,7 @@ incident reports all agree on what "sick" means.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from msgspec import Meta
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
 from hpctui.model.gpu import XID_MEANING, xid_severity
+from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, sxid_class
 from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
 
 
@@ -47,6 +49,11 @@ def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
     out: list[Finding] = []
     if gpu.lost:
         out.append(Finding(severity=Severity.CRITICAL, object=obj, code="gpu_lost", message=f"GPU {gpu.index} not answering (fallen off the bus?)"))
+    if gpu.reset_required:
+        out.append(Finding(severity=Severity.CRITICAL, object=obj, code="gpu_reset_required",
+                           message=f"GPU {gpu.index} requires reset (nvidia-smi: [GPU requires reset]): drain, then nvidia-smi -r or reboot"))
+    if gpu.fabric_failed:
+        out.append(fabric_finding(gpu))
     if gpu.last_xid is not None:
         meaning = XID_MEANING.get(gpu.last_xid, "see NVIDIA Xid catalog")
         out.append(Finding(severity=xid_severity(gpu.last_xid), object=obj, code=f"xid{gpu.last_xid}", message=f"GPU {gpu.index} Xid {gpu.last_xid}: {meaning}"))
@@ -72,11 +79,44 @@ def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
     return out
 
 
-def nvlink_findings(gpu: Gpu) -> list[Finding]:
-    """A link down, or CRC/replay/recovery counts rising since the previous read (unknown = nothing)."""
+def fabric_finding(gpu: Gpu) -> Finding:
+    """Fabric registration not completed, or completed with an error (FACTS §8, NVSentinel's rule):
+    CUDA jobs on the GPU hang although every other reading looks healthy."""
+    if gpu.fabric_state == "Not Started":
+        why = "not started (is nvidia-fabricmanager running?)"
+    elif gpu.fabric_state == "In Progress":
+        why = "stuck in progress (registration with Fabric Manager did not complete)"
+    elif gpu.fabric_state == "Completed":
+        why = f"completed with an error: {gpu.fabric_status}"
+    else:
+        why = f"state {gpu.fabric_state}" + (f", status {gpu.fabric_status}" if gpu.fabric_status else "")
+    return Finding(severity=Severity.CRITICAL, object=f"gpu/{gpu.node}/{gpu.index}", code="fabric",
+                   message=f"GPU {gpu.index} NVLink fabric {why}: CUDA jobs on it hang")
+
+
+_SXM_NAME = re.compile(r"SXM|HBM3|^NVIDIA [HB]\d{3}$")  # H100 SXM: "NVIDIA H100 80GB HBM3"; H200/B200 SXM
+
+
+def nvlink_expected(gpu: Gpu, peers_linked: bool = False) -> bool:
+    """Whether the GPU should have NVLinks up: an SXM part (by name or because it registers with an
+    NVLink fabric), or a GPU whose peers on the node have links up."""
+    if peers_linked or (gpu.fabric_state is not None and gpu.fabric_state != "Not Supported"):
+        return True
+    return bool(gpu.model and _SXM_NAME.search(gpu.model))
+
+
+def nvlink_findings(gpu: Gpu, peers_linked: bool = False) -> list[Finding]:
+    """A link down, or CRC/replay/recovery counts rising since the previous read (unknown = nothing).
+
+    "All links are inActive" is a fault only where links are expected (:func:`nvlink_expected`); on a
+    PCIe card without a bridge it is what nvidia-smi always says, and "does not have NVLink" never is."""
+    obj = f"gpu/{gpu.node}/{gpu.index}"
+    if gpu.nvlink_state == "inactive" and nvlink_expected(gpu, peers_linked):
+        return [Finding(severity=Severity.ERROR, object=obj, code="nvlink_inactive",
+                        message=f"GPU {gpu.index}: all NVLinks inactive on an NVLink (SXM) GPU: "
+                                "its traffic falls back to PCIe")]
     if not gpu.nvlinks:
         return []
-    obj = f"gpu/{gpu.node}/{gpu.index}"
     out: list[Finding] = []
     down = [link.link for link in gpu.nvlinks if link.up is False]
     if down:
@@ -88,6 +128,18 @@ def nvlink_findings(gpu: Gpu) -> list[Finding]:
         out.append(Finding(severity=Severity.WARNING, object=obj, code="nvlink_errors",
                            message="NVLink errors rising: " + "; ".join(rising)))
     return out
+
+
+def nvswitch_findings(switch: NvSwitch) -> list[Finding]:
+    """The worst recent SXid of one NVSwitch (fatal ones critical, FACTS §8)."""
+    worst = switch.worst
+    if worst is None:
+        return []
+    meaning = SXID_MEANING.get(worst.sxid) or sxid_class(worst.sxid, worst.fatal)
+    more = len(switch.sxid_events) - 1
+    return [Finding(severity=worst.severity, object=f"nvswitch/{switch.node}/{switch.name}", code=f"sxid{worst.sxid}",
+                    message=f"{switch.name} ({switch.pci_bus_id}) SXid {worst.sxid}: {meaning} — {worst.message}"
+                            + (f" (+{more} more SXid lines)" if more else ""))]
 
 
 def pcie_gen_findings(gpu: Gpu) -> list[Finding]:
@@ -251,13 +303,17 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
     node = snapshot.nodes.get(name)
     if node is not None:
         out.extend(node_state_findings(node))
-    for gpu in snapshot.gpus.get(name, ()):
+    gpus = snapshot.gpus.get(name, ())
+    linked = sum(1 for g in gpus if any(link.up for link in g.nvlinks))
+    for gpu in gpus:
         out.extend(gpu_findings(gpu, t))
-        out.extend(nvlink_findings(gpu))
+        out.extend(nvlink_findings(gpu, peers_linked=linked > 0))
         out.extend(pcie_gen_findings(gpu))
         out.extend(gpu_process_findings(snapshot, gpu))
     for service in snapshot.services.get(name, ()):
         out.extend(service_findings(service))
+    for switch in snapshot.nvswitches.get(name, ()):
+        out.extend(nvswitch_findings(switch))
     for port in snapshot.ib.get(name, ()):
         out.extend(ib_findings(port))
     for mount in snapshot.mounts.get(name, ()):

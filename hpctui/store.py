@@ -37,6 +37,7 @@ from hpctui.model import (
     SourceHealth,
     SourceResult,
 )
+from hpctui.model.nvswitch import NvSwitch
 from hpctui.model.partition import SlurmPartition
 from hpctui.sanitize import clean_text, is_clean, redact_url
 
@@ -129,6 +130,7 @@ class Store:
         self._ib: dict[str, dict[str, tuple[IbPort, ...]]] = {}
         self._mounts: dict[str, dict[str, tuple[Mount, ...]]] = {}
         self._services: dict[str, dict[str, tuple[ServiceState, ...]]] = {}
+        self._nvswitches: dict[str, dict[str, tuple[NvSwitch, ...]]] = {}
         self._resources: dict[str, dict[str, NodeResources]] = {}
         self._probes: dict[str, dict[str, ProbeStatus]] = {}
         self._jobs: dict[str, tuple[SlurmJob, ...]] = {}
@@ -179,6 +181,8 @@ class Store:
             self._services[src] = dict(result.services)
         if result.resources is not None:
             self._resources[src] = dict(result.resources)
+        if result.nvswitches is not None:
+            self._nvswitches[src] = dict(result.nvswitches)
         if result.probes is not None:
             self._probes[src] = dict(result.probes)
         if result.slurm_jobs is not None:
@@ -268,6 +272,7 @@ class Store:
             ib=ib,
             mounts=mounts,
             services=self._ranked(Part.SERVICES, self._services, origins),
+            nvswitches=self._ranked(Part.NVSWITCHES, self._nvswitches, origins),
             resources=resources,
             probes=probes,
             jobs=_concat(self._jobs),

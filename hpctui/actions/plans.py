@@ -149,7 +149,8 @@ def preview_warnings(kind: ActionKind, targets: Sequence[str], snapshot: Cluster
         for name in _node_names(targets):
             from hpctui.model import Severity
 
-            bad = [f for f in findings.node(name) if f.object.startswith("gpu/") and f.severity >= Severity.ERROR]
+            bad = [f for f in findings.node(name)
+                   if f.object.startswith(("gpu/", "nvswitch/")) and f.severity >= Severity.ERROR]
             if bad:
                 more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
                 out.append(f"{name} has an active GPU error: {bad[0].message}{more}; resuming puts work back on it")

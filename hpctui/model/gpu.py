@@ -35,8 +35,10 @@ class XidEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     time: float
     xid: int
     pci_bus_id: str
-    message: str
+    message: str  # without the ``pid=…, name=…,`` prefix the driver puts before it
     gpu_instance: int | None = None
+    pid: int | None = None  # the process the driver names (None: ``'<unknown>'``)
+    process: str | None = None
 
     @property
     def severity(self) -> Severity:
@@ -143,12 +145,29 @@ class Gpu(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     nvlinks: tuple[NvLink, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     lost: bool = False  # fell off the bus / not answering NVML
+    reset_required: bool = False  # nvidia-smi prints "[GPU requires reset]" in its cells
+    # NVLink fabric registration with Fabric Manager (FACTS §8): "Completed" / "In Progress" / "Not Started" /
+    # "Not Supported"; the status is "Success" or an NVML error string once Completed. None: not read.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    # What `nvidia-smi nvlink -s` said instead of links: "none" (the device has no NVLink), "inactive"
+    # ("all links are inActive"). None: links were listed, or not read.
+    nvlink_state: str | None = None
     # dcgm-exporter extras (None/empty when the source cannot tell)
     pcie_replay_count: int | None = None  # DCGM_FI_DEV_PCIE_REPLAY_COUNTER
     nvlink_bandwidth_rate: float | None = None  # rate() of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, per second
     nvlink_errors: dict[str, int] = msgspec.field(default_factory=dict)  # crc_flit/crc_data/replay/recovery totals
     retired_pages: dict[str, int] = msgspec.field(default_factory=dict)  # sbe/dbe/pending (pre-Ampere)
     profiling: dict[str, float] = msgspec.field(default_factory=dict)  # DCGM_FI_PROF_* short name -> 0..1
+
+    @property
+    def fabric_failed(self) -> bool:
+        """Fabric registration stuck or failed: CUDA jobs hang although the GPU looks healthy."""
+        if self.fabric_state is None or self.fabric_state == "Not Supported":
+            return False
+        if self.fabric_state != "Completed":
+            return True  # Not Started (FM not running) or In Progress (registration stuck)
+        return self.fabric_status is not None and self.fabric_status != "Success"
 
     @property
     def memory_pct(self) -> float | None:

@@ -16,6 +16,7 @@ from hpctui.model.ib import IbPort
 from hpctui.model.jobs import K8sQueueItem, Pod, SlurmJob
 from hpctui.model.mount import Mount
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo
+from hpctui.model.nvswitch import NvSwitch
 from hpctui.model.partition import SlurmPartition
 from hpctui.model.probe import NodeResources, ProbeStatus, ServiceState
 
@@ -37,6 +38,7 @@ class Part(enum.StrEnum):
     PROBES = "probes"
     K8S_QUEUES = "k8s_queues"
     PARTITIONS = "partitions"
+    NVSWITCHES = "nvswitches"
 
 
 class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -94,6 +96,7 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     probes: dict[str, ProbeStatus] | None = None  # per-node reachability of a node-probing source
     k8s_queues: tuple[K8sQueueItem, ...] | None = None  # Kueue / Volcano objects, when their CRDs exist
     partitions: tuple[SlurmPartition, ...] | None = None  # Slurm partitions (state, limits, default flag)
+    nvswitches: dict[str, tuple[NvSwitch, ...]] | None = None  # NVSwitches that logged SXids, per node
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
     # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
     # pods only): that part is left out (its data keeps its age) and its pane shows the error.
@@ -124,6 +127,7 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     probes: dict[str, ProbeStatus] = msgspec.field(default_factory=dict)
     k8s_queues: tuple[K8sQueueItem, ...] = ()
     partitions: tuple[SlurmPartition, ...] = ()
+    nvswitches: dict[str, tuple[NvSwitch, ...]] = msgspec.field(default_factory=dict)
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names

@@ -23,6 +23,7 @@ from hpctui.validate import COUNTER, GPU_BOUNDS, Bounds, Drops
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
 _VALUE_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:MiB|W|MHz|%|C|us|KiB|GiB|GB/s)?$")
 _GPU_LOST = "[GPU is lost]"
+_GPU_RESET = "[GPU requires reset]"  # the driver's other GPU state in place of values (a GPU that must be reset)
 
 
 def field_name(header: str) -> str:
@@ -157,6 +158,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[str | None], object]], ...] = (
     ("pcie.link.gen.max", "pcie_gen_max", integer), ("pcie.link.gen.gpumax", "pcie_gen_max", integer),
     ("pcie.link.width.current", "pcie_width_current", integer), ("pcie.link.width.max", "pcie_width_max", integer),
     ("persistence_mode", "persistence_mode", flag),
+    ("fabric.state", "fabric_state", _text_cell), ("fabric.status", "fabric_status", _text_cell),
 )
 
 
@@ -225,7 +227,8 @@ class RowParser:
                 self._drop_bad(node, kwargs, drops)
             if kwargs.get("index") is None:
                 continue
-            out.append(Gpu(node=node, lost=_GPU_LOST in line, **kwargs))  # type: ignore[arg-type]
+            out.append(Gpu(node=node, lost=_GPU_LOST in line, reset_required=_GPU_RESET in line,
+                           **kwargs))  # type: ignore[arg-type]
         return out
 
 
@@ -591,6 +594,25 @@ def parse_nvlink_status(text: str) -> tuple[dict[int, list[NvLink]], set[int]]:
         else:
             links[gpu].append(NvLink(link=int(m.group(2)), up=False))
     return links, unsupported
+
+
+_NV_NOTE = re.compile(r"^GPU (\d+): |^\s*(?:NVML: )?(Unable to retrieve NVLink information as all links are inActive"
+                      r"|Device does not have or support NVLink)", re.M | re.I)
+
+
+def parse_nvlink_notes(text: str) -> dict[int, str]:
+    """What ``nvidia-smi nvlink -s`` says instead of links, per GPU index: ``"inactive"`` for
+    "NVML: Unable to retrieve NVLink information as all links are inActive" (a PCIe card without a
+    bridge, or an SXM GPU whose links are all down), ``"none"`` for "Device does not have or support
+    Nvlink" (R595 on a device without NVLink). GPUs that list links are not in the result."""
+    out: dict[int, str] = {}
+    gpu: int | None = None
+    for m in _NV_NOTE.finditer(text):
+        if m.group(1) is not None:
+            gpu = int(m.group(1)) if len(m.group(1)) < 6 else None
+        elif gpu is not None:
+            out[gpu] = "inactive" if m.group(2).lower().startswith("unable") else "none"
+    return out
 
 
 def _err_kind(label: str) -> str | None:

@@ -24,6 +24,12 @@ from hpctui.validate import COUNTER, COUNTER_LIMIT, XID, Drops, ib_rate_ok
 # ---------------------------------------------------------------- Xid
 
 XID_RE = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)(?: GPU-I:(\d+))?\): (\d+), (.*)")  # FACTS §1
+# The process the driver names first: "pid='<unknown>', name=<unknown>, …" (R5xx), "pid=2024380, name=nvidia-smi, …",
+# or "pid=7194, Contained: …" (no name). Real lines: tests/fixtures/probes/dmesg-*.log.
+_XID_PID = re.compile(r"^pid=('?<unknown>'?|\d{1,10}),(?: name=(<unknown>|[^,\s]{1,64}),)? ")
+# NVSwitch driver: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 …" (FACTS §8).
+SXID_RE = re.compile(r"(nvidia-nvswitch\d{1,4}): SXid \(PCI:([0-9a-fA-F:.]+)\): (\d+), (.*)")
+_SXID_CLASS = re.compile(r"^(Fatal|Non-fatal)(?:,\s*|$)")
 _T_UNIX = re.compile(r"^(\d{9,11}\.\d+)\s")  # journalctl -o short-unix
 _T_MONO = re.compile(r"^\[\s*(\d+\.\d+)\]")  # dmesg
 _T_HUMAN = re.compile(r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")  # dmesg -T
@@ -37,6 +43,18 @@ class XidLine(msgspec.Struct, frozen=True, kw_only=True):
     xid: int
     message: str
     raw: str
+    pid: int | None = None
+    process: str | None = None
+
+
+def split_xid_process(message: str) -> tuple[str, int | None, str | None]:
+    """``pid=…, name=…, <text>`` → (text, pid, process name); ``'<unknown>'`` is None."""
+    m = _XID_PID.match(message)
+    if not m:
+        return message, None, None
+    pid = int(m.group(1)) if m.group(1).isdigit() else None
+    name = m.group(2) if m.group(2) and m.group(2) != "<unknown>" else None
+    return message[m.end():].strip(), pid, clean_text(name) if name else None
 
 
 def xid_time(line: str, boot_time: float | None) -> float | None:
@@ -74,15 +92,65 @@ def parse_xid_lines(text: str, boot_time: float | None = None, drops: Drops | No
             if drops is not None:
                 drops.value("Xid", int(code) if len(code) < 4000 else code[:20] + "…", node)
             continue
+        message, pid, process = split_xid_process(m.group(4).strip())
         out.append(XidLine(
             time=xid_time(line, boot_time),
             pci_bus_id=m.group(1).lower(),
             gpu_instance=int(m.group(2)) if m.group(2) and len(m.group(2)) < 6 else None,
             xid=xid,
-            message=clean_text(m.group(4).strip()),
+            message=clean_text(message),
             raw=line.strip(),
+            pid=pid,
+            process=process,
         ))
     return out
+
+
+class SxidLine(msgspec.Struct, frozen=True, kw_only=True):
+    time: float | None
+    switch: str  # "nvidia-nvswitch3"
+    pci_bus_id: str
+    sxid: int
+    fatal: bool | None  # None: a detail line ("Severity 1 Engine instance …", "Data {…}")
+    message: str
+    raw: str
+
+
+def parse_sxid_lines(text: str, boot_time: float | None = None, drops: Drops | None = None,
+                     node: str = "") -> list[SxidLine]:
+    """The NVSwitch SXid events of a kernel log excerpt, one per headline line (FACTS §8).
+
+    One event spans several lines with the same SXid: the headline (``Fatal, Link 48 LTSSM Fault Up`` /
+    ``Non-fatal, …``) and detail lines (``Severity 1 Engine instance …``, ``Data {…}``). Detail lines are
+    dropped when a headline of the same switch and SXid is in the excerpt; alone, they stand for their
+    event (class unknown). An SXid outside 1..99999 is dropped, recorded in ``drops``."""
+    heads: list[SxidLine] = []
+    details: list[SxidLine] = []
+    for line in text.splitlines():
+        if "SXid (" not in line:
+            continue
+        m = SXID_RE.search(line)
+        if not m:
+            continue
+        code = m.group(3)
+        sxid = int(code) if len(code) < 7 else -1
+        if not 1 <= sxid <= 99999:
+            if drops is not None:
+                drops.value("SXid", sxid if sxid >= 0 else code[:20] + "…", node)
+            continue
+        rest = m.group(4).strip()
+        cm = _SXID_CLASS.match(rest)
+        fatal = None if cm is None else cm.group(1) == "Fatal"
+        x = SxidLine(time=xid_time(line[:m.start()], boot_time), switch=m.group(1),
+                     pci_bus_id=m.group(2).lower(), sxid=sxid, fatal=fatal,
+                     message=clean_text(rest[cm.end():] if cm else rest)[:300], raw=line.strip())
+        (details if fatal is None else heads).append(x)
+    headed = {(h.switch, h.sxid) for h in heads}
+    alone: dict[tuple[str, int], SxidLine] = {}
+    for d in details:
+        if (d.switch, d.sxid) not in headed:
+            alone.setdefault((d.switch, d.sxid), d)
+    return sorted([*heads, *alone.values()], key=lambda x: (x.time or 0.0))
 
 
 # ---------------------------------------------------------------- InfiniBand

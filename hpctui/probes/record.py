@@ -18,6 +18,7 @@ from hpctui.model.event import Event
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, XidEvent, xid_severity
 from hpctui.model.ib import IbPort
 from hpctui.model.mount import Mount, MountState
+from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, SxidEvent, sxid_class, sxid_severity
 from hpctui.model.probe import NodeResources, NvLink, ServiceState, ServiceStatus
 from hpctui.probes import parse_gpu as pg
 from hpctui.probes import parse_node as pn
@@ -30,6 +31,8 @@ _LINE_BEGIN = b"\n" + _BEGIN
 _LINE_END = b"\n" + _END
 MAX_RECORD_BYTES = 8 << 20
 XID_KEEP_PER_GPU = 20
+SXID_KEEP_PER_SWITCH = 20
+MAX_NVSWITCHES = 64  # a node has at most a dozen (HGX B200: 2, DGX-2: 12); more is garbage
 XID_SEEN_MAX = 5000
 
 
@@ -191,6 +194,9 @@ class ProbeState:
     xid_by_gpu: dict[str, list[XidEvent]] = field(default_factory=dict)  # bus key -> recent events
     nvlinks: dict[int, tuple[NvLink, ...]] = field(default_factory=dict)
     nvlink_unsupported: set[int] = field(default_factory=set)
+    nvlink_notes: dict[int, str] = field(default_factory=dict)  # gpu index -> "none" | "inactive"
+    sxid_by_switch: dict[str, NvSwitch] = field(default_factory=dict)  # switch name -> recent SXids
+    nvswitches: tuple[NvSwitch, ...] = ()  # sxid_by_switch as shown: the same object while nothing changed
     mig_devices: list[pg.MigDevice] = field(default_factory=list)
     mig_lgi: list[pg.GpuInstanceRow] = field(default_factory=list)
     mig_lci: list[pg.ComputeInstanceRow] = field(default_factory=list)
@@ -222,6 +228,7 @@ class ProbeReading(msgspec.Struct, frozen=True, kw_only=True):
     mounts: tuple[Mount, ...] | None = None
     services: tuple[ServiceState, ...] | None = None
     resources: NodeResources | None = None
+    nvswitches: tuple[NvSwitch, ...] | None = None  # the NVSwitches that logged SXids (None: log not read)
     events: tuple[Event, ...] = ()
     late_probes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -273,6 +280,7 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
     events: list[Event] = []
     drops = Drops()  # implausible values in this record (hpctui.validate): N/A plus one warning
     xids = _xids(node, secs.get("xid"), state, warnings, drops)
+    nvswitches = _sxids(node, secs.get("xid"), state, events, drops)
     gpus = _gpus(node, secs, state, warnings, xids, events, drops)
     ib = _ib(node, secs.get("ib"), state, t, warnings)
     if gpus:
@@ -285,7 +293,7 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
 
     state.last_seq, state.last_epoch = seq, t
     return ProbeReading(node=node, time=t, seq=seq, gpus=gpus, ib=ib, mounts=mounts, services=services,
-                        resources=resources, events=tuple(events), late_probes=late,
+                        resources=resources, nvswitches=nvswitches, events=tuple(events), late_probes=late,
                         warnings=tuple(clean_text(w) for w in warnings))
 
 
@@ -343,6 +351,40 @@ def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]
     return new
 
 
+def _sxids(node: str, sec: Section | None, state: ProbeState, events: list[Event],
+            drops: Drops) -> tuple[NvSwitch, ...] | None:
+    """New SXid lines of the kernel-log section onto their NVSwitch (kept in ``state``), one event each.
+
+    None when the log was not read this record (the node keeps its last NVSwitches)."""
+    if sec is None or sec.late or sec.rc not in (0, 1):
+        return None
+    changed = False
+    for x in pn.parse_sxid_lines(sec.text, state.boot_time, drops, node):
+        if x.raw in state.xid_seen:
+            continue
+        state.xid_seen[x.raw] = None
+        t = x.time if x.time is not None else (state.last_epoch or 0.0)
+        ev = SxidEvent(time=t, sxid=x.sxid, switch=x.switch, pci_bus_id=x.pci_bus_id, fatal=x.fatal,
+                       message=x.message)
+        sw = state.sxid_by_switch.get(x.switch)
+        if sw is None and len(state.sxid_by_switch) >= MAX_NVSWITCHES:
+            continue
+        recent = (*(sw.sxid_events if sw is not None else ()), ev)[-SXID_KEEP_PER_SWITCH:]
+        state.sxid_by_switch[x.switch] = NvSwitch(node=node, name=x.switch, pci_bus_id=x.pci_bus_id,
+                                                  sxid_events=recent)
+        changed = True
+        meaning = SXID_MEANING.get(x.sxid) or sxid_class(x.sxid, x.fatal)
+        events.append(Event(time=t, source="nvswitch", object=f"nvswitch/{node}/{x.switch}",
+                            severity=sxid_severity(x.sxid, x.fatal),
+                            message=clean_text(f"SXid {x.sxid} on {x.switch} ({x.pci_bus_id}): {meaning}"
+                                               + f" — {x.message}"[:400])))
+    while len(state.xid_seen) > XID_SEEN_MAX:
+        state.xid_seen.popitem(last=False)
+    if changed:
+        state.nvswitches = tuple(state.sxid_by_switch[k] for k in sorted(state.sxid_by_switch))
+    return state.nvswitches
+
+
 def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list[str],
           xids: list[pn.XidLine], events: list[Event], drops: Drops) -> tuple[Gpu, ...] | None:
     sec = secs.get("gpu")
@@ -392,6 +434,7 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         state.nvlink_texts = (nvs_text, nve_text)
     if nvs_text is not None:
         status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text)
+        state.nvlink_notes = pg.parse_nvlink_notes(nvs_text)
     if nve_text is not None:
         errors = pg.parse_nvlink_errors(nve_text, drops, node)
     # Processes.
@@ -409,7 +452,8 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         key = pg.bus_key(x.pci_bus_id) or x.pci_bus_id
         gpu = by_bus.get(key)
         t = x.time if x.time is not None else (state.last_epoch or 0.0)
-        ev = XidEvent(time=t, xid=x.xid, pci_bus_id=x.pci_bus_id, message=x.message, gpu_instance=x.gpu_instance)
+        ev = XidEvent(time=t, xid=x.xid, pci_bus_id=x.pci_bus_id, message=x.message, gpu_instance=x.gpu_instance,
+                      pid=x.pid, process=x.process)
         lst_ev = state.xid_by_gpu.setdefault(key, [])
         lst_ev.append(ev)
         del lst_ev[:-XID_KEEP_PER_GPU]
@@ -420,7 +464,9 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
                             message=clean_text(f"Xid {x.xid} on {x.pci_bus_id}"
                                                f"{f' GI {x.gpu_instance}' if x.gpu_instance is not None else ''}: "
                                                f"{meaning}" + (f"; action: {action}" if action else "")
-                                               + f" — {x.message}"[:400])))
+                                               + f" — {x.message}"[:400]
+                                               + (f" [pid {x.pid} {x.process or ''}]".replace(" ]", "]")
+                                                  if x.pid is not None else ""))))
     out = []
     for g in gpus:
         upd: dict[str, object] = {}
@@ -428,6 +474,9 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         if recent:
             upd["xid_events"] = tuple(recent)
             upd["last_xid"] = recent[-1].xid
+        note = state.nvlink_notes.get(g.index)
+        if note is not None:
+            upd["nvlink_state"] = note
         if status is not None or errors:
             links = pg.merge_nvlinks((status or {}).get(g.index, []), errors.get(g.index, {}),
                                      g.index in state.nvlink_unsupported, state.nvlinks.get(g.index, ()))

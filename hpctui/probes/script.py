@@ -31,7 +31,8 @@ Sections (each can be switched off in :class:`ProbeOptions`):
 ``gpu-remap``    ``--query-remapped-rows`` when the driver lacks ``remapped_rows.*`` in ``--query-gpu``
 ``gpu-apps``     ``--query-compute-apps=pid,gpu_uuid,used_memory``; ``gpu-procs``: uid/user/cmd/cgroup per pid
 ``gpu-list`` ``nvlink`` ``nvlink-err`` ``mig-gi`` ``mig-ci`` ``gpu-mem``  (every ``slow_every`` records)
-``xid``          kernel log lines with ``NVRM: Xid`` (``journalctl -k`` after a cursor kept by the loop, or ``dmesg``)
+``xid``          kernel log lines with ``NVRM: Xid`` or NVSwitch ``SXid`` (``journalctl -k`` after a cursor kept
+                 by the loop, or ``dmesg``)
 ``ib``           ``grep -H`` of /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/*}
 ``mounts``       network/parallel filesystem lines of /proc/self/mountinfo; ``stat.<mount id>``: ``stat -f``
 ``lfs`` ``beegfs``  ``lfs check servers`` / ``beegfs-check-servers`` where present (slow records)
@@ -53,7 +54,12 @@ PROTOCOL = 1
 DEFAULT_SERVICES: tuple[str, ...] = (
     "nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm", "slurmd", "kubelet", "containerd",
 )
-NETWORK_FSTYPES: tuple[str, ...] = ("lustre", "beegfs", "nfs", "nfs4", "ceph", "fuse.ceph", "gpfs")
+# Network/parallel file systems whose mounts are checked for hangs, by the fstype mountinfo shows (FACTS §5):
+# ceph-fuse mounts show "fuse.ceph-fuse" (libfuse's subtype is the program name; "fuse.ceph" is kept for
+# old helpers); BeeGFS and BeeOND mounts are both "beegfs"; WEKA "wekafs"; Spectrum Scale "gpfs"; the
+# kernel SMB client registers "cifs" and "smb3"; JuiceFS "fuse.juicefs".
+NETWORK_FSTYPES: tuple[str, ...] = ("lustre", "beegfs", "nfs", "nfs4", "ceph", "fuse.ceph", "fuse.ceph-fuse",
+                                    "gpfs", "wekafs", "cifs", "smb3", "fuse.juicefs")
 
 # --query-gpu fields, FACTS §1; alternatives in preference order (the first one the driver knows wins).
 GPU_FIELD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -70,6 +76,7 @@ GPU_FIELD_GROUPS: tuple[tuple[str, ...], ...] = (
     ("pcie.link.gen.gpucurrent", "pcie.link.gen.current"), ("pcie.link.gen.max",),
     ("pcie.link.width.current",), ("pcie.link.width.max",),
     ("persistence_mode",),
+    ("fabric.state",), ("fabric.status",),  # NVLink fabric registration (FACTS §8; R590 has them)
 )
 # Used when --help-query-gpu fails: fields every driver since R450 knows.
 BASE_GPU_FIELDS: tuple[str, ...] = (
@@ -86,7 +93,7 @@ IB_COUNTERS: tuple[str, ...] = (
 )
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9@_.:+][A-Za-z0-9@_.:+-]*\Z")
-_SAFE_FSTYPE = re.compile(r"[a-z0-9_.]+\Z")
+_SAFE_FSTYPE = re.compile(r"[a-z0-9_.][a-z0-9_.-]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -134,7 +141,7 @@ class ProbeOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
                 raise ValueError(f"service name {name!r}: only letters, digits and @_.:+- allowed")
         for fs in self.fstypes:
             if not _SAFE_FSTYPE.match(fs):
-                raise ValueError(f"filesystem type {fs!r}: only a-z, 0-9, _ and . allowed")
+                raise ValueError(f"filesystem type {fs!r}: only a-z, 0-9, _, . and - allowed")
         paths = (*self.expected_mounts, self.sys_root, self.proc_root, self.run_root,
                  *self.path_prepend, *self.work_dirs, *((self.shim_root,) if self.shim_root else ()))
         for p in paths:
@@ -155,7 +162,9 @@ def _secs(value: float) -> str:
 
 
 def _fstype_regex(fstypes: tuple[str, ...]) -> str:
-    return " - (" + "|".join(re.escape(f) for f in fstypes) + ") "
+    """An ERE for ``grep -E``: fstypes are ``[a-z0-9_.-]`` (validated), so only ``.`` needs escaping
+    (``re.escape`` would write ``\\-``, which GNU grep ≥ 3.8 warns about on stderr)."""
+    return " - (" + "|".join(f.replace(".", "\\.") for f in fstypes) + ") "
 
 
 # awk over /proc: one fork for every resource figure. Prints "<tag> <original line>".
@@ -193,11 +202,11 @@ if [ -n "$1" ]; then
   journalctl -k -q -o short-unix --no-pager --show-cursor --after-cursor="$1"
 else
   journalctl -k -q -o short-unix --no-pager --show-cursor -b
-fi | grep -e 'NVRM: Xid' -e '^-- cursor:' | tail -n 400
+fi | grep -e 'NVRM: Xid' -e ': SXid (PCI:' -e '^-- cursor:' | tail -n 400
 """
 
 _XID_DMESG_SH = r"""
-dmesg 2>&1 | grep -e 'NVRM: Xid' -e '^dmesg:' | tail -n 400
+dmesg 2>&1 | grep -e 'NVRM: Xid' -e ': SXid (PCI:' -e '^dmesg:' | tail -n 400
 """
 
 _IB_SH = r"""

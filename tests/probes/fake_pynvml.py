@@ -9,6 +9,7 @@ utilisation and NVLink queries not supported), GPU 2 fallen off the bus (every c
 
 from __future__ import annotations
 
+import ctypes
 import os
 import types
 from dataclasses import dataclass, field
@@ -69,6 +70,15 @@ class FakeGpu:
     lost: bool = False
     crc: dict[int, int] = field(default_factory=dict)
     pids: list[int] = field(default_factory=list)
+    fabric: tuple[int, int] | None = (3, 0)  # (state, status): Completed / NVML_SUCCESS; None: NOT_SUPPORTED
+
+
+class c_nvmlGpuFabricInfo_v2_t(ctypes.Structure):  # pynvml's name and layout
+    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_int),
+                ("cliqueId", ctypes.c_uint32), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint32)]
+
+
+c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfo_v2_t
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,7 @@ def new_module(**overrides: object) -> types.ModuleType:
     """A fresh stand-in module (its own state). ``init_error`` makes nvmlInit raise that NVML error value."""
     m = types.ModuleType("pynvml")
     for name, value in globals().items():
-        if name.startswith(("NVML", "nvmlEventType")):
+        if name.startswith(("NVML", "nvmlEventType", "c_nvml")):
             setattr(m, name, value)
     gpus = [FakeGpu(0, "00000000:00:09.0", pids=[os.getpid()]), FakeGpu(1, "00000000:00:0A.0", mig=True),
             FakeGpu(2, "00000000:00:0B.0", lost=True)]
@@ -238,6 +248,17 @@ def new_module(**overrides: object) -> types.ModuleType:
         g = gpu(h)
         return [SimpleNamespace(pid=p, usedGpuMemory=2566 * MIB, gpuInstanceId=0xFFFFFFFF,
                                 computeInstanceId=0xFFFFFFFF) for p in g.pids]
+
+    def nvmlDeviceGetGpuFabricInfoV(h: Handle, ref: object) -> int:
+        g = gpu(h)
+        if g.fabric is None:
+            raise NVMLError_NotSupported()
+        info = ref._obj  # type: ignore[attr-defined]  (a ctypes.byref of the struct, as pynvml expects)
+        info.state, info.status = g.fabric
+        return 0
+
+    def nvmlErrorString(code: int) -> bytes:
+        return {3: b"Not Supported", 23: b"Insufficient Resources"}.get(code, b"Unknown Error")
 
     def nvmlEventSetCreate() -> object:
         return object()

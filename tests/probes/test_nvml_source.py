@@ -100,3 +100,24 @@ def test_nvml_is_a_registered_kind_with_validated_settings():
     with pytest.raises(ConfigError, match="nvidia_smi"):
         source_settings(parse_config({"clusters": {"here": {"sources": [{"kind": "nvml", "nvidia_smi": 1}]}}}),
                         "here", 0)
+
+
+async def test_fabric_state_through_nvml():
+    """nvmlDeviceGetGpuFabricInfoV: Completed + success is healthy; a stuck or failed registration is read
+    as nvidia-smi names it; NOT_SUPPORTED (no NVLink fabric) is N/A, not a state."""
+    from hpctui.health import Thresholds, gpu_findings
+
+    m = new_module()
+    m.gpus[0].fabric = (3, 0)
+    m.gpus[1].fabric = None
+    src = NvmlSource(NvmlSettings(node="gpuhost"), nvml=m)
+    g0, g1, _ = (await src.collect()).gpus["gpuhost"]
+    assert (g0.fabric_state, g0.fabric_status) == ("Completed", "Success") and not g0.fabric_failed
+    assert g1.fabric_state is None
+    m.gpus[0].fabric = (2, 0)  # NVML_GPU_FABRIC_STATE_IN_PROGRESS
+    m.gpus[1].fabric = (3, 23)  # Completed with NVML_ERROR_INSUFFICIENT_RESOURCES
+    g0, g1, _ = (await src.collect()).gpus["gpuhost"]
+    assert (g0.fabric_state, g0.fabric_status) == ("In Progress", None)
+    assert (g1.fabric_state, g1.fabric_status) == ("Completed", "Insufficient Resources")
+    assert all(any(f.code == "fabric" for f in gpu_findings(g, Thresholds())) for g in (g0, g1))
+    await src.close()

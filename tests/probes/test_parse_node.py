@@ -13,7 +13,8 @@ IB_MIXED = "sysfs-class-infiniband_procfs-fixture_mlx4-qdr_mlx5_hfi1-opa.txt"
 def test_xid_dmesg_T_gsp_timeout(fixture_text):
     xs = pn.parse_xid_lines(fixture_text("dmesg-T_xid119-gsp-timeout_dell-xe9680.log"))
     assert len(xs) == 5 and {x.xid for x in xs} == {119} and {x.pci_bus_id for x in xs} == {"0000:9b:00"}
-    assert xs[0].message.startswith("pid=2024380, name=nvidia-smi, Timeout after 6s")
+    assert xs[0].message.startswith("Timeout after 6s")  # the driver's "pid=…, name=…," prefix is split off
+    assert (xs[0].pid, xs[0].process) == (2024380, "nvidia-smi")
     assert xs[0].time is not None and xs[1].time is not None and xs[1].time - xs[0].time == 6.0
 
 

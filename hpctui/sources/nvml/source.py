@@ -13,6 +13,7 @@ from NVML's event API, and a :class:`~hpctui.model.probe.ProbeStatus` for this h
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import math
 import pwd
 import re
@@ -42,6 +43,8 @@ _GPU_IS_LOST = 15  # NVML_ERROR_GPU_IS_LOST
 _MIB = 1024 * 1024
 _MIG_PROFILE = re.compile(r"MIG (?:\d+c\.)?(\d+g\.\d+gb(?:\+me)?)")
 XID_KEEP_PER_GPU = 20
+# nvmlGpuFabricState_t (NVML_GPU_FABRIC_STATE_*), named as nvidia-smi names them (FACTS §8)
+_FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
 # nvmlFieldValue_t.valueType -> union member
 _VALUE_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
 
@@ -247,6 +250,9 @@ class NvmlSource:
             persistence_mode=bool(persistence) if persistence is not None else None,
         )
         upd: dict[str, object] = {}
+        fabric = self._fabric(c, h)
+        if fabric is not None:
+            upd["fabric_state"], upd["fabric_status"] = fabric
         if mig_current:
             upd["mig_instances"] = self._mig(c, h)
         if self.settings.nvlink:
@@ -258,6 +264,35 @@ class NvmlSource:
         if c.lost:
             upd["lost"] = True
         return msgspec.structs.replace(gpu, **upd) if upd else gpu
+
+    def _fabric(self, c: _Calls, h: Any) -> tuple[str, str | None] | None:
+        """(state, status) of the GPU's NVLink fabric registration: ``nvmlDeviceGetGpuFabricInfoV`` with a
+        ``c_nvmlGpuFabricInfoV_t`` (``nvmlDeviceGetGpuFabricInfo`` on older bindings). None: not available
+        (no such call, or NOT_SUPPORTED on a GPU without an NVLink fabric). Status only once Completed."""
+        for call, struct in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+                             ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
+            cls = getattr(c.m, struct, None)
+            if cls is None or not hasattr(c.m, call):
+                continue
+            try:
+                info = cls()
+            except (TypeError, ValueError):
+                continue
+            if c.q(call, h, ctypes.byref(info)) is None:  # NOT_SUPPORTED, or missing from this driver
+                if c.lost:
+                    return None
+                continue
+            state = _FABRIC_STATES.get(_int(getattr(info, "state", None)) or 0)
+            if state is None:
+                return None
+            status_code = _int(getattr(info, "status", None))
+            if state != "Completed" or status_code is None:
+                return state, None
+            if status_code == 0:
+                return state, "Success"
+            text = _text(c.q("nvmlErrorString", status_code))
+            return state, text or f"NVML error {status_code}"
+        return None
 
     def _field(self, c: _Calls, h: Any, field_id: int) -> float | None:
         values = c.q("nvmlDeviceGetFieldValues", h, [field_id])

@@ -17,13 +17,13 @@ from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse
 from hpctui.probes.script import build_probe_script, remote_command
 from hpctui.sources.ssh.settings import SshSettings
 
-PARTS = ("gpus", "ib", "mounts", "services", "resources")
+PARTS = ("gpus", "ib", "mounts", "services", "resources", "nvswitches")
 
 
 class NodeView:
     """What a node shows now: its last value of each part, the last record's late probes and warnings."""
 
-    __slots__ = ("events", "gpus", "ib", "late", "mounts", "resources", "seq", "services", "warnings")
+    __slots__ = ("events", "gpus", "ib", "late", "mounts", "nvswitches", "resources", "seq", "services", "warnings")
 
     def __init__(self) -> None:
         self.gpus: Any = None
@@ -31,6 +31,7 @@ class NodeView:
         self.mounts: Any = None
         self.services: Any = None
         self.resources: Any = None
+        self.nvswitches: Any = None
         self.late: tuple[str, ...] = ()
         self.warnings: tuple[str, ...] = ()
         self.events: tuple[Any, ...] = ()

@@ -118,6 +118,7 @@ class SshSource:
         mounts: dict[str, Any] = {}
         services: dict[str, Any] = {}
         resources: dict[str, Any] = {}
+        nvswitches: dict[str, Any] = {}
         probes: dict[str, ProbeStatus] = {}
         bad = 0
         for node, r in self.runners.items():
@@ -127,7 +128,7 @@ class SshSource:
             if fresh:
                 late = tuple(clean_text(str(x)) for x in (getattr(reading, "late", None) or ()))
                 for part, out in (("gpus", gpus), ("ib", ib), ("mounts", mounts), ("services", services),
-                                  ("resources", resources)):
+                                  ("resources", resources), ("nvswitches", nvswitches)):
                     value = getattr(reading, part, None)
                     if value is not None:
                         out[node] = value
@@ -153,7 +154,8 @@ class SshSource:
             warnings.append(f"{bad} unreadable probe record(s) dropped" + (f" (last: {last})" if last else ""))
         events, self._pending_events = tuple(self._pending_events), []
         return SourceResult(source=self.name, time=now, gpus=gpus, ib=ib, mounts=mounts, services=services,
-                            resources=resources, events=events, probes=probes, warnings=tuple(warnings))
+                            resources=resources, nvswitches=nvswitches, events=events, probes=probes,
+                            warnings=tuple(warnings))
 
     async def close(self) -> None:
         runners, self.runners = list(self.runners.values()), {}

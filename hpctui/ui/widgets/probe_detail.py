@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
+from hpctui.health import nvlink_expected
 from hpctui.model import ClusterSnapshot, Gpu
 from hpctui.model.probe import ServiceStatus
 from hpctui.ui.fmt import NA_TEXT
@@ -18,7 +19,21 @@ _SERVICE_STYLE = {ServiceStatus.ACTIVE: "$success", ServiceStatus.FAILED: "$erro
                   ServiceStatus.INACTIVE: "$warning", ServiceStatus.ACTIVATING: "$primary"}
 
 
+def fabric_line(gpu: Gpu) -> list[Content]:
+    """The NVLink fabric registration, only when it is stuck or failed (FACTS §8)."""
+    if not gpu.fabric_failed:
+        return []
+    return [Content.assemble(PAD, ("NVLink fabric ", "bold"),
+                             (f"{gpu.fabric_state} / {gpu.fabric_status or NA_TEXT}", "$error bold"))]
+
+
 def nvlink_line(gpu: Gpu) -> list[Content]:
+    if not gpu.nvlinks and gpu.nvlink_state == "none":
+        return [Content.assemble(PAD, ("NVLink ", "bold"), "none on this device")]
+    if not gpu.nvlinks and gpu.nvlink_state == "inactive":
+        if nvlink_expected(gpu):
+            return [Content.assemble(PAD, ("NVLink ", "bold"), ("all links inactive (an NVLink GPU)", "$error"))]
+        return [Content.assemble(PAD, ("NVLink ", "bold"), "all links inactive (no bridge: PCIe only)")]
     if not gpu.nvlinks:
         return []
     known = [link for link in gpu.nvlinks if link.up is not None]
@@ -56,7 +71,7 @@ def probe_gpu_lines(gpu: Gpu) -> list[Content]:
     """NVLink summary and processes under one GPU's row."""
     if gpu.lost:
         return []
-    return nvlink_line(gpu) + process_lines(gpu)
+    return fabric_line(gpu) + nvlink_line(gpu) + process_lines(gpu)
 
 
 def service_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:

@@ -13,7 +13,8 @@ address its own node directory, named by that address.
 
 Synthetic pieces (no real recording available here) are marked in the code: ``nvlink -e``
 lines, ``mig -lci`` table, fabric-manager journal lines, the lustre/beegfs mountinfo lines and
-``lfs check servers`` lines (in their documented formats, FACTS §5).
+``lfs check servers`` lines (in their documented formats, FACTS §5), and the fabric-fail cells (the
+values FACTS §8 records from the field, in the real row).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ FAULTS = frozenset({
     "nvlink-down",  # GPU 1 link 3 is <inactive>, link 0 has CRC errors
     "stray-process",  # a process on GPU 3 that no Slurm job or pod owns
     "mig-fail",  # `nvidia-smi mig -i 3 -cgi …` fails: Insufficient Resources (the MIG wizard's failure path)
+    "sxid",  # the kernel log holds real NVSwitch SXid 20034 lines (3 switches) and the real Xid 79 before them
+    "fabric-fail",  # GPU 5's fabric registration is stuck ("In Progress"), GPU 6's failed ("Insufficient Resources")
 })
 
 # DGX/HGX H100 style bus ids; GPU 4 is 0000:9b:00 like the real Xid 119 sample ("GPU4").
@@ -142,6 +145,10 @@ def _gpu_files(node: str, spec: NodeSpec, d: Path) -> None:
             put("mig.mode.pending", "Enabled")
             for u in ("utilization.gpu", "utilization.memory"):
                 put(u, "[N/A]")
+        if "fabric-fail" in spec.faults and i in (5, 6) and "fabric.state" in col:
+            # the real row's cells are Completed / Success; these two are the failures FACTS §8 records
+            put("fabric.state", "In Progress" if i == 5 else "Completed")
+            put("fabric.status", "N/A" if i == 5 else "Insufficient Resources")
         if "pcie-downshift" in spec.faults and i == 2:
             put("pcie.link.gen.current", "3")
             put("pcie.link.gen.gpucurrent", "3")
@@ -327,6 +334,8 @@ def build_node(root: Path, node: str, spec: NodeSpec) -> Path:
     kmsg = ""
     if "xid" in spec.faults:
         kmsg = xid_lines_short_unix(_sample("dmesg-T_xid119-gsp-timeout_dell-xe9680.log"), node)
+    if "sxid" in spec.faults:
+        kmsg += xid_lines_short_unix(_sample("dmesg_xid79-sxid20034_hgx-a100_gpud-readme.log"), node)
     _write(d / "kmsg", kmsg)
     # SYNTHETIC `lfs check servers` lines (format per FACTS §5 / liblustreapi).
     lfs = "scratch-MDT0000-mdc-ffff8a0c active.\nscratch-OST0000-osc-ffff8a0c active.\n"
@@ -361,11 +370,12 @@ def build_shim_root(root: str | os.PathLike[str], nodes: Mapping[str, NodeSpec])
 
 
 def xid_lines_short_unix(dmesg_t: str, host: str, epoch: float | None = None) -> str:
-    """The ``NVRM: Xid`` lines of a ``dmesg -T`` log rewritten as ``journalctl -k -o short-unix`` lines."""
+    """The ``NVRM: Xid`` and NVSwitch ``SXid`` lines of a ``dmesg``/``dmesg -T`` log rewritten as
+    ``journalctl -k -o short-unix`` lines."""
     t0 = time.time() - 60 if epoch is None else epoch
     out = []
     for i, line in enumerate(dmesg_t.splitlines()):
-        if "NVRM: Xid" in line:
+        if "NVRM: Xid" in line or ": SXid (PCI:" in line:
             msg = line.split("] ", 1)[1]
             out.append(f"{t0 + i:.6f} {host} kernel: {msg}")
     return "".join(x + "\n" for x in out)
