@@ -90,7 +90,11 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
     for q in snapshot.k8s_queues:  # Kueue / Volcano objects (k8s source, when their CRDs exist)
         where = f"{q.namespace}/" if q.namespace else ""
         counts = "" if q.pending is None else f" pending {q.pending} admitted {fmt_na(q.admitted)}"
-        lines.append(f"{q.kind} {where}{q.name}: {q.state}{counts}" + (f" ({q.message})" if q.message else ""))
+        extra = "".join((f" inqueue {q.inqueue}" if q.inqueue is not None else "",
+                         f" min {q.min_member}" if q.min_member is not None else "",
+                         f" in {q.cluster_queue}" if q.cluster_queue else "",
+                         f" {q.gpu_text}" if q.gpus else ""))
+        lines.append(f"{q.kind} {where}{q.name}: {q.state}{counts}{extra}" + (f" ({q.message})" if q.message else ""))
     problems = [f for f in index if f.severity >= Severity.WARNING]
     lines.append(f"findings (warning and worse): {len(problems)}")
     lines.extend(f"  {f.severity.name:<8} {f.object:<28} {f.message}" for f in problems)

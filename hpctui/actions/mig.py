@@ -248,7 +248,7 @@ class MigWorkflow:
                 out.append(f"{name}: Slurm job {job.display_id} ({job.user})")
             for pod in idx.pods_on(name):
                 if pod.gpus_requested and not pod.daemonset and pod.phase in ("Running", "Pending", "Unknown"):
-                    out.append(f"{name}: pod {pod.namespace}/{pod.name} ({pod.gpus_requested} GPU)")
+                    out.append(f"{name}: pod {pod.namespace}/{pod.name} ({pod.gpu_text})")
             wanted = set(self.expected.get(name, {}))
             for g in snap.gpus.get(name, ()):
                 if g.index in wanted:

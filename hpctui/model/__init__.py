@@ -4,7 +4,7 @@ from hpctui.model.common import NA, Severity, fmt_na, worst
 from hpctui.model.event import Event
 from hpctui.model.gpu import Gpu, MigInstance, ThrottleReason, XidEvent, xid_severity
 from hpctui.model.ib import IbPort
-from hpctui.model.jobs import K8sQueueItem, Pod, SlurmJob
+from hpctui.model.jobs import K8sQueueItem, Pod, QueueGpus, SlurmJob
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo, Taint, slurm_display_state
 from hpctui.model.partition import SlurmPartition
@@ -43,6 +43,7 @@ __all__ = [
     "Part",
     "Pod",
     "ProbeStatus",
+    "QueueGpus",
     "ServiceState",
     "ServiceStatus",
     "Severity",

@@ -59,10 +59,22 @@ def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | N
     return str(job_id)
 
 
+class QueueGpus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """GPU quota and use of one queue for one GPU resource (``nvidia.com/gpu`` or a MIG profile
+    ``nvidia.com/mig-1g.10gb``): Kueue per ResourceFlavor (``nominalQuota`` / ``flavorsUsage``),
+    Volcano per queue (``capability`` / ``deserved`` / ``allocated``). None: not set or not reported."""
+
+    resource: str
+    flavor: str | None = None  # Kueue ResourceFlavor; None for Volcano
+    quota: int | None = None  # Kueue nominalQuota; Volcano spec.capability (the hard limit)
+    deserved: int | None = None  # Volcano spec.deserved (capacity plugin); Kueue: None
+    used: int | None = None  # Kueue flavorsUsage total; Volcano status.allocated
+
+
 class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A batch-scheduler object, when its CRDs exist: Kueue Workload / ClusterQueue / LocalQueue,
-    Volcano PodGroup / Queue. ``state`` is the scheduler's word (Pending, Admitted, Inqueue, Open, ...);
-    ``message`` says why something waits."""
+    Volcano PodGroup / Queue / Job (``batch.volcano.sh``). ``state`` is the scheduler's word (Pending,
+    Admitted, Inqueue, Open, ...); ``message`` says why something waits."""
 
     kind: str
     api: str  # group/version it was read as, e.g. "kueue.x-k8s.io/v1beta1"
@@ -73,6 +85,28 @@ class K8sQueueItem(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     message: str | None = None
     pending: int | None = None  # queues: workloads / pod groups waiting
     admitted: int | None = None  # queues: admitted (Kueue) or running (Volcano)
+    inqueue: int | None = None  # Volcano Queue: pod groups admitted to the queue, not yet running
+    cluster_queue: str | None = None  # Kueue Workload: the ClusterQueue that admitted (reserved quota for) it
+    checks: tuple[str, ...] = ()  # Kueue Workload: admission checks not Ready yet, "name (State): message"
+    min_member: int | None = None  # Volcano PodGroup minMember / Job minAvailable: the gang size
+    gpus: tuple[QueueGpus, ...] = ()  # queues: GPU quota and use per resource (and flavor)
+
+    @property
+    def gpu_text(self) -> str:
+        """GPUs as used/quota per resource, flavors summed: "GPU 6/8", "GPU 2/8 (deserved 4),
+        mig-1g.10gb 1/7"; a side nobody reported is N/A. "" when the queue has no GPU quota or use."""
+        sums: dict[str, list[int | None]] = {}
+        for g in self.gpus:
+            row = sums.setdefault(g.resource, [None, None, None])
+            for i, v in enumerate((g.used, g.quota, g.deserved)):
+                if v is not None:
+                    row[i] = (row[i] or 0) + v
+        out = []
+        for res, (used, quota, deserved) in sums.items():
+            label = "GPU" if res == "nvidia.com/gpu" else res.removeprefix("nvidia.com/")
+            text = f"{label} {'N/A' if used is None else used}/{'N/A' if quota is None else quota}"
+            out.append(text + (f" (deserved {deserved})" if deserved is not None else ""))
+        return ", ".join(out)
 
 
 class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -82,10 +116,12 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     phase: str = "Unknown"
     reason: str | None = None  # waiting/terminated reason: CrashLoopBackOff, OOMKilled, Unschedulable
     message: str | None = None  # e.g. scheduler's "0/8 nodes are available: ..."
-    gpus_requested: int = 0
+    gpus_requested: int = 0  # whole GPUs plus MIG slices, as Kubernetes counts the pod's request
+    gpu_resources: dict[str, int] = msgspec.field(default_factory=dict)  # resource name -> effective request
     owner_kind: str | None = None
     owner_name: str | None = None
     queue: str | None = None  # Kueue LocalQueue / Volcano queue
+    pod_group: str | None = None  # Volcano PodGroup (annotation scheduling.k8s.io/group-name)
     scheduler: str | None = None
     restarts: int = 0
     start_time: float | None = None
@@ -98,3 +134,14 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     @property
     def daemonset(self) -> bool:
         return self.owner_kind == "DaemonSet"
+
+    @property
+    def gpu_text(self) -> str:
+        """The GPU request for people: "2 GPU", "1 mig-1g.10gb", "1 GPU + 2 mig-1g.10gb"; "" for none.
+        A MIG slice keeps its profile (``nvidia.com/`` is dropped); without per-resource detail the total."""
+        if not self.gpu_resources:
+            return f"{self.gpus_requested} GPU" if self.gpus_requested else ""
+        parts = [f"{n} GPU" if name == "nvidia.com/gpu" else f"{n} {name.removeprefix('nvidia.com/')}"
+                 for name, n in sorted(self.gpu_resources.items(), key=lambda kv: kv[0] != "nvidia.com/gpu")
+                 if n]
+        return " + ".join(parts)

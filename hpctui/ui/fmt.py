@@ -64,7 +64,8 @@ def k8s_queue_summary(items: Sequence[K8sQueueItem], limit: int = 4) -> str:
     if not queues and not items:
         return ""
     queues.sort(key=lambda q: (-(q.pending or 0), q.name))
-    parts = [f"{q.kind} {q.name}: {num(q.pending)} pending/{num(q.admitted)} admitted" for q in queues[:limit]]
+    parts = [f"{q.kind} {q.name}: {num(q.pending)} pending/{num(q.admitted)} admitted"
+             + (f", {q.gpu_text}" if q.gpus else "") for q in queues[:limit]]
     if len(queues) > limit:
         parts.append(f"+{len(queues) - limit} queues")
     waiting = sum(1 for q in items if q.kind not in _QUEUE_KINDS and q.state.lower() in ("pending", "inqueue"))

@@ -56,7 +56,7 @@ def _invalid_pod_target(target: str, exc: PodTargetError, snapshot: ClusterSnaps
 
 def pod_label(p: Pod) -> str:
     owner = f" ({p.owner_kind}/{p.owner_name})" if p.owner_kind else " (no controller)"
-    gpus = f", {p.gpus_requested} GPU" if p.gpus_requested else ""
+    gpus = f", {p.gpu_text}" if p.gpus_requested else ""
     return f"{p.namespace}/{p.name}{owner}{gpus}, {p.phase}"
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hpctui.digits import is_uint
-from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, Severity, Taint
+from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, QueueGpus, Severity, Taint
 from hpctui.sanitize import clean_text
 from hpctui.validate import COUNT, is_node_name, show_value
 
@@ -25,6 +25,8 @@ MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # Queue labels/annotations: Kueue's LocalQueue label; Volcano's queue annotation (set on the pods of a vcjob).
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_QUEUE_KEYS = ("volcano.sh/queue-name", "scheduling.volcano.sh/queue-name")
+# the PodGroup of a pod (Volcano's KubeGroupNameAnnotationKey, volcano.sh/apis scheduling/v1beta1/labels.go)
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 NODE_LABEL_SKIP = ("feature.node.kubernetes.io/",)  # NFD CPU flags: hundreds per node, not shown
 KNOWN_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 
@@ -123,14 +125,61 @@ def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
     )
 
 
-def _gpu_request(container: Mapping[str, Any]) -> int:
+def _gpu_request(container: Mapping[str, Any]) -> dict[str, int]:
+    """GPU resources (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``) one container requests.
+
+    Extended resources cannot be overcommitted: a limit is the request (the API server copies it)."""
     resources = _d(container, "resources")
     limits, requests = _d(resources, "limits"), _d(resources, "requests")
-    total = 0
+    out: dict[str, int] = {}
     for key in {*limits, *requests}:
-        if key == GPU_RESOURCE or key.startswith(MIG_PREFIX):
-            total += _i(limits.get(key, requests.get(key))) or 0
-    return total
+        if isinstance(key, str) and (key == GPU_RESOURCE or key.startswith(MIG_PREFIX)):
+            n = _i(limits.get(key, requests.get(key))) or 0
+            if n:
+                out[clean_text(key)] = n
+    return out
+
+
+def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + v
+
+
+def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
+    for k, v in other.items():
+        total[k] = max(total.get(k, 0), v)
+
+
+def effective_gpu_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's GPU request per resource, by Kubernetes' own rule (the scheduler's and the kubelet's).
+
+    Per resource: max(sum of app containers + all sidecars, max over init containers), where a
+    sidecar is an init container with ``restartPolicy: Always`` and a regular init container uses
+    its own request plus that of the sidecars started before it. Source: kubernetes/kubernetes
+    ``staging/src/k8s.io/component-helpers/resource/helpers.go``, ``aggregateContainerResourcesByFn``
+    (KEP-753 "sidecar containers", resources calculation). Pod-level ``spec.resources`` holds only
+    cpu/memory/hugepages, never GPUs; pod overhead neither.
+    """
+    result: dict[str, int] = {}
+    for c in _l(spec, "containers"):
+        if isinstance(c, dict):
+            _add(result, _gpu_request(c))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for c in _l(spec, "initContainers"):
+        if not isinstance(c, dict):
+            continue
+        own = _gpu_request(c)
+        if c.get("restartPolicy") == "Always":  # a native sidecar: runs beside the app containers
+            _add(result, own)
+            _add(sidecars, own)
+            _max(init_peak, sidecars)
+        else:
+            combined = dict(own)
+            _add(combined, sidecars)
+            _max(init_peak, combined)
+    _max(result, init_peak)
+    return {k: v for k, v in result.items() if v}
 
 
 def _container_problem(statuses: list[Any]) -> tuple[str | None, str | None, int]:
@@ -176,7 +225,8 @@ def pod(obj: Mapping[str, Any]) -> Pod:
         reason = "Terminating"
     queue = labels.get(KUEUE_QUEUE_LABEL) or next(
         (v for k in VOLCANO_QUEUE_KEYS if (v := annotations.get(k) or labels.get(k))), None)
-    gpus = sum(_gpu_request(c) for c in _l(spec, "containers") if isinstance(c, dict))
+    gpu_resources = effective_gpu_requests(spec)
+    group = annotations.get(VOLCANO_GROUP_ANNOTATION)
     node = _s(spec, "nodeName")
     if node is not None and not is_node_name(node):  # Kubernetes node names are host names too
         raise BadObject(f"pod {show_value(name)} on an invalid node name {show_value(node)}")
@@ -186,8 +236,9 @@ def pod(obj: Mapping[str, Any]) -> Pod:
             ready = _s(cond, "status") == "True"
     return Pod(
         namespace=namespace, name=name, node=node, phase=phase, reason=reason, message=message,
-        gpus_requested=gpus, owner_kind=_s(owner, "kind"), owner_name=_s(owner, "name"),
-        queue=clean_text(str(queue)) if queue else None, scheduler=_s(spec, "schedulerName"), restarts=restarts,
+        gpus_requested=sum(gpu_resources.values()), gpu_resources=gpu_resources, owner_kind=_s(owner, "kind"), owner_name=_s(owner, "name"),
+        queue=clean_text(str(queue)) if queue else None,
+        pod_group=clean_text(group) if isinstance(group, str) and group else None, scheduler=_s(spec, "schedulerName"), restarts=restarts,
         start_time=parse_time(status.get("startTime")), created=parse_time(meta.get("creationTimestamp")),
         ready=ready, mirror=MIRROR_ANNOTATION in annotations, uid=_s(meta, "uid"),
         labels={clean_text(str(k)): clean_text(str(v)) for k, v in labels.items()},
@@ -195,7 +246,11 @@ def pod(obj: Mapping[str, Any]) -> Pod:
 
 
 def event(obj: Mapping[str, Any], node_name: Any = None) -> Event:
-    """A core/v1 Event as a model Event; ``node_name`` maps K8s node names (the join key)."""
+    """A core/v1 Event as a model Event; ``node_name`` maps K8s node names (the join key).
+
+    Events written through ``events.k8s.io`` (the scheduler since 1.19, the kubelet later) have no
+    ``count``/``lastTimestamp``: a repeat updates ``series`` (``count``, ``lastObservedTime``) of the
+    same object. The time shown is the latest occurrence, the count the repeats of either kind."""
     involved = _d(obj, "involvedObject")
     kind = (_s(involved, "kind") or "object").lower()
     name = _s(involved, "name") or "?"
@@ -206,30 +261,36 @@ def event(obj: Mapping[str, Any], node_name: Any = None) -> Event:
         target = f"{kind}/{ns}/{name}"
     else:
         target = f"{kind}/{name}"
-    when = (parse_time(obj.get("lastTimestamp")) or parse_time(obj.get("eventTime"))
-            or parse_time(obj.get("firstTimestamp")) or parse_time(_d(obj, "metadata").get("creationTimestamp")))
-    count = _i(obj.get("count"))
+    series = _d(obj, "series")
+    when = (parse_time(series.get("lastObservedTime")) or parse_time(obj.get("lastTimestamp"))
+            or parse_time(obj.get("eventTime")) or parse_time(obj.get("firstTimestamp"))
+            or parse_time(_d(obj, "metadata").get("creationTimestamp")))
+    count = max(_i(series.get("count")) or 0, _i(obj.get("count")) or 0)
     text = ": ".join(x for x in (_s(obj, "reason"), _s(obj, "message")) if x) or "(no message)"
-    if count and count > 1:
+    if count > 1:
         text += f" (×{count})"
     severity = Severity.WARNING if _s(obj, "type") == "Warning" else Severity.INFO
     return Event(time=when or 0.0, source="k8s", object=target, severity=severity, message=text)
 
 
 def event_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    """Identity of one event occurrence: uid plus its count (a repeat bumps the count)."""
-    meta = _d(obj, "metadata")
-    return (str(meta.get("uid") or meta.get("name") or ""), str(obj.get("count") or obj.get("lastTimestamp") or ""))
+    """Identity of one event occurrence: uid plus what a repeat changes — ``count``/``lastTimestamp``
+    (core/v1 recorders) or ``series.count``/``series.lastObservedTime`` (events.k8s.io recorders)."""
+    meta, series = _d(obj, "metadata"), _d(obj, "series")
+    seen = (obj.get("count"), obj.get("lastTimestamp"), series.get("count"), series.get("lastObservedTime"))
+    return (str(meta.get("uid") or meta.get("name") or ""), "|".join("" if v is None else str(v) for v in seen))
 
 
 # -- batch schedulers (CRDs, discovered) ---------------------------------------------
 KUEUE_GROUP = "kueue.x-k8s.io"
 VOLCANO_GROUP = "scheduling.volcano.sh"
+VOLCANO_BATCH_GROUP = "batch.volcano.sh"
 # group -> ((plural, kind, namespaced), ...)
 QUEUE_RESOURCES: dict[str, tuple[tuple[str, str, bool], ...]] = {
     KUEUE_GROUP: (("clusterqueues", "ClusterQueue", False), ("localqueues", "LocalQueue", True),
                   ("workloads", "Workload", True)),
     VOLCANO_GROUP: (("queues", "Queue", False), ("podgroups", "PodGroup", True)),
+    VOLCANO_BATCH_GROUP: (("jobs", "Job", True),),
 }
 
 
@@ -241,6 +302,66 @@ def _cond_text(cond: Mapping[str, Any]) -> str | None:
     return ": ".join(x for x in (_s(cond, "reason"), _s(cond, "message")) if x) or None
 
 
+def _is_gpu(name: Any) -> bool:
+    return isinstance(name, str) and (name == GPU_RESOURCE or name.startswith(MIG_PREFIX))
+
+
+def _kueue_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[QueueGpus, ...]:
+    """A ClusterQueue's GPU quota (``spec.resourceGroups[].flavors[].resources[].nominalQuota``) and use
+    (``status.flavorsUsage[].resources[].total``), per flavor and GPU resource, in spec order."""
+    rows: dict[tuple[str, str], dict[str, int | None]] = {}
+    for group in _l(spec, "resourceGroups"):
+        for flavor in _l(group, "flavors"):
+            for res in _l(flavor, "resources"):
+                if isinstance(res, dict) and _is_gpu(res.get("name")):
+                    key = (_s(flavor, "name") or "?", clean_text(str(res["name"])))
+                    rows.setdefault(key, {"quota": None, "used": None})["quota"] = _i(res.get("nominalQuota"))
+    for flavor in _l(status, "flavorsUsage"):
+        for res in _l(flavor, "resources"):
+            if isinstance(res, dict) and _is_gpu(res.get("name")):
+                key = (_s(flavor, "name") or "?", clean_text(str(res["name"])))
+                rows.setdefault(key, {"quota": None, "used": None})["used"] = _i(res.get("total"))
+    return tuple(QueueGpus(resource=r, flavor=f, quota=v["quota"], used=v["used"]) for (f, r), v in rows.items())
+
+
+def _volcano_gpus(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[QueueGpus, ...]:
+    """A Volcano Queue's GPU ``spec.capability`` / ``spec.deserved`` / ``status.allocated`` per resource."""
+    capability, deserved, allocated = _d(spec, "capability"), _d(spec, "deserved"), _d(status, "allocated")
+    names = [k for k in dict.fromkeys([*capability, *deserved, *allocated]) if _is_gpu(k)]
+    return tuple(QueueGpus(resource=clean_text(k), quota=_i(capability.get(k)), deserved=_i(deserved.get(k)),
+                           used=_i(allocated.get(k))) for k in names)
+
+
+def _pending_checks(status: Mapping[str, Any]) -> tuple[str, ...]:
+    """A Workload's admission checks that are not Ready: "name (State): message"."""
+    out = []
+    for check in _l(status, "admissionChecks"):
+        state = _s(check, "state") or "Pending"
+        if isinstance(check, dict) and state != "Ready":
+            msg = _s(check, "message")
+            out.append(f"{_s(check, 'name') or '?'} ({state})" + (f": {msg}" if msg else ""))
+    return tuple(out)
+
+
+def _workload(api: str, name: str, ns: str | None, spec: Mapping[str, Any],
+              status: Mapping[str, Any]) -> K8sQueueItem:
+    conds = _conditions(status)
+    state, message = "Pending", None
+    for ctype in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
+        if _s(conds.get(ctype, {}), "status") == "True":
+            state = ctype
+            message = _cond_text(conds[ctype]) if ctype == "Evicted" else None
+            break
+    checks = _pending_checks(status)
+    if state == "Pending":
+        message = _cond_text(conds.get("QuotaReserved") or conds.get("Admitted") or {})
+    elif state == "QuotaReserved" and checks:  # quota is there; admission waits on its checks
+        message = "waiting for admission checks: " + "; ".join(checks)
+    return K8sQueueItem(kind="Workload", api=api, name=name, namespace=ns, queue=_s(spec, "queueName"),
+                        state=state, message=message, cluster_queue=_s(_d(status, "admission"), "clusterQueue"),
+                        checks=checks)
+
+
 def queue_item(kind: str, api: str, obj: Mapping[str, Any]) -> K8sQueueItem:
     """One Kueue or Volcano object; unknown versions are read with the same field names."""
     name = clean_text(name_of(obj))
@@ -248,24 +369,15 @@ def queue_item(kind: str, api: str, obj: Mapping[str, Any]) -> K8sQueueItem:
     conds = _conditions(status)
     ns = _s(meta, "namespace")
     if kind == "Workload":
-        state, message = "Pending", None
-        for ctype in ("Finished", "Evicted", "Admitted", "QuotaReserved"):
-            if _s(conds.get(ctype, {}), "status") == "True":
-                state = ctype
-                message = _cond_text(conds[ctype]) if ctype == "Evicted" else None
-                break
-        if state == "Pending":
-            waiting = conds.get("QuotaReserved") or conds.get("Admitted") or {}
-            message = _cond_text(waiting)
-        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queueName"),
-                            state=state, message=message)
+        return _workload(api, name, ns, spec, status)
     if kind in ("ClusterQueue", "LocalQueue"):
         active = conds.get("Active")
         state = "Active" if active is None or _s(active, "status") == "True" else "Inactive"
         return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "clusterQueue"),
                             state=state, message=_cond_text(active) if state == "Inactive" and active else None,
                             pending=_i(status.get("pendingWorkloads")),
-                            admitted=_i(status.get("admittedWorkloads", status.get("reservingWorkloads"))))
+                            admitted=_i(status.get("admittedWorkloads", status.get("reservingWorkloads"))),
+                            gpus=_kueue_gpus(spec, status) if kind == "ClusterQueue" else ())
     if kind == "PodGroup":
         phase = _s(status, "phase") or "Pending"
         why = None
@@ -274,7 +386,17 @@ def queue_item(kind: str, api: str, obj: Mapping[str, Any]) -> K8sQueueItem:
                 why = _cond_text(c)
                 break
         return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queue"), state=phase,
-                            message=why if phase in ("Pending", "Inqueue", "Unknown") else None)
+                            message=why if phase in ("Pending", "Inqueue", "Unknown") else None,
+                            min_member=_i(spec.get("minMember")))
+    if kind == "Job":  # batch.volcano.sh: status.state.phase Pending/Running/Completed/Failed/Aborted/...
+        st = _d(status, "state")
+        phase = _s(st, "phase") or "Pending"
+        why = ": ".join(x for x in (_s(st, "reason"), _s(st, "message")) if x) or None
+        return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, queue=_s(spec, "queue"), state=phase,
+                            message=why if phase not in ("Running", "Completed") else None,
+                            pending=_i(status.get("pending")), admitted=_i(status.get("running")),
+                            min_member=_i(spec.get("minAvailable")))
     # Volcano Queue
     return K8sQueueItem(kind=kind, api=api, name=name, namespace=ns, state=_s(status, "state") or "Unknown",
-                        pending=_i(status.get("pending")), admitted=_i(status.get("running")))
+                        pending=_i(status.get("pending")), admitted=_i(status.get("running")),
+                        inqueue=_i(status.get("inqueue")), gpus=_volcano_gpus(spec, status))

@@ -176,7 +176,7 @@ def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
         style = "$error" if pod.reason else ""
         lines.append(Content.assemble("  pod ", (f"{pod.namespace}/{pod.name}", "bold"), f"  {pod.phase}",
                                       (f"  {pod.reason}" if pod.reason else "", style),
-                                      f"  GPUs {pod.gpus_requested}" if pod.gpus_requested else ""))
+                                      f"  {pod.gpu_text}" if pod.gpus_requested else ""))
     hidden = max(0, len(jobs) - MAX_WORKLOAD_LINES) + max(0, len(pods) - MAX_WORKLOAD_LINES)
     if hidden:
         lines.append(Content(f"  … {hidden} more"))

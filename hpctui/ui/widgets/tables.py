@@ -41,6 +41,14 @@ def _s(value: object) -> str:
     return "N/A" if value is None else str(value)
 
 
+def _pod_gpus(pod: Pod) -> str:
+    """The GPU cell: "2" for whole GPUs, "1×1g.10gb" for a MIG slice (the profile kept), "1+2×1g.10gb"."""
+    if not pod.gpu_resources:
+        return str(pod.gpus_requested)
+    return "+".join(str(n) if r == "nvidia.com/gpu" else f"{n}×{r.removeprefix('nvidia.com/mig-')}"
+                    for r, n in sorted(pod.gpu_resources.items(), key=lambda kv: kv[0] != "nvidia.com/gpu"))
+
+
 def job_sort_id(job: SlurmJob) -> tuple[int, int]:
     if job.array_job_id is not None:
         return (job.array_job_id, job.array_task_id if job.array_task_id is not None else 1 << 30)
@@ -87,7 +95,7 @@ POD_COLUMNS: list[Column[Pod]] = [
     Column("node", "NODE", 10, lambda p: p.node or "", lambda p: p.node or ""),
     Column("phase", "PHASE", 9, lambda p: p.phase, lambda p: p.phase, style=lambda p: POD_PHASE_VAR.get(p.phase)),
     Column("reason", "REASON", 18, lambda p: p.reason or "", lambda p: p.reason or ""),
-    Column("gpus", "GPU", 3, lambda p: str(p.gpus_requested), lambda p: p.gpus_requested, align="right"),
+    Column("gpus", "GPU", 9, lambda p: _pod_gpus(p), lambda p: p.gpus_requested, align="right"),
     Column("restarts", "RST", 3, lambda p: str(p.restarts), lambda p: p.restarts, align="right"),
     Column("queue", "QUEUE", 10, lambda p: p.queue or "", lambda p: p.queue or ""),
 ]
