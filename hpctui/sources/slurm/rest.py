@@ -190,7 +190,7 @@ class RestBackend:
         # nodes and jobs are the refresh; one of them failing is a warning, both the source's failure
         nodes, jobs = nodes_or_jobs(
             await parsed(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes, drops=bad_nodes.values), nodes_b),
-            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b),
+            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs, drops=bad_jobs.values), jobs_b),
             warnings)
         bad_nodes.report(warnings)
         bad_jobs.report(warnings)
