@@ -15,6 +15,7 @@ from datetime import datetime
 
 import msgspec
 
+from hpctui.digits import is_uint
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.probe import ServiceState, ServiceStatus
 from hpctui.sanitize import clean_text
@@ -127,7 +128,7 @@ def parse_ib_sysfs(text: str, drops: Drops | None = None, node: str = "") -> lis
             raw = ports[(dev, port)] = IbRaw(device=clean_text(dev), port=int(port))
         if counters:
             v = value.strip()
-            if v.isdigit():
+            if is_uint(v):
                 n = int(v) if len(v) < 20 else COUNTER_LIMIT  # 20+ digits is beyond 2**63
                 if COUNTER.ok(n):
                     raw.counters[clean_text(leaf)] = n
@@ -179,7 +180,7 @@ def parse_mountinfo(text: str, fstypes: Iterable[str] | None = None) -> list[Mou
             sep = fields.index("-", 6)
         except ValueError:
             continue
-        if len(fields) < sep + 3 or not fields[0].isdigit():
+        if len(fields) < sep + 3 or not is_uint(fields[0]):
             continue
         fstype = fields[sep + 1]
         if wanted is not None and fstype not in wanted:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from hpctui.digits import is_uint
 from hpctui.model.common import Severity
 from hpctui.model.event import Event
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, XidEvent, xid_severity
@@ -147,9 +148,9 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
     chunks = text.split(_SECTION_SEP)
     head = chunks[0].partition("\n")[0]
     fields = head.split()
-    seq = int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else -1
+    seq = int(fields[2]) if len(fields) > 2 and is_uint(fields[2]) else -1
     epoch: float | None = None
-    if len(fields) > 3 and fields[3].isdigit():
+    if len(fields) > 3 and is_uint(fields[3]) and len(fields[3]) <= 20:  # ns since 1970: 20 digits at most
         v = int(fields[3])
         epoch = v / 1e9 if v > 10**14 else float(v)  # the loop prints ns; seconds from old loops
     sections: dict[str, Section] = {}
@@ -166,9 +167,10 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
             continue
         if body.endswith("\n"):
             body = body[:-1]  # the separator newline the loop adds after each section
-        rc = int(meta[1]) if meta[1].lstrip("-").isdigit() else None
-        late = int(meta[2]) if meta[2].isdigit() else 1
-        sections[meta[0]] = Section(meta[0], rc, late, " ".join(meta[3:]), body)
+        rc = int(meta[1]) if is_uint(meta[1].removeprefix("-")) else None
+        late = int(meta[2]) if is_uint(meta[2]) else 1
+        name = clean_text(meta[0])
+        sections[name] = Section(name, rc, late, " ".join(meta[3:]), body)
     return seq, epoch, sections
 
 
@@ -254,7 +256,7 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
     if config is not None:
         for line in config.text.splitlines():
             key, _, value = line.partition(" ")
-            if key == "slow_ms" and value.strip().isdigit():
+            if key == "slow_ms" and is_uint(value.strip()):
                 state.slow_ms = float(value)
             elif key == "expect" and value:
                 expected.append(clean_text(value))
@@ -517,7 +519,7 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         if st is not None:
             latency = None
             times = st.extra.split()
-            if len(times) == 2 and all(x.isdigit() for x in times) and not st.late:
+            if len(times) == 2 and all(is_uint(x) for x in times) and not st.late:
                 latency = max(0.0, (int(times[1]) - int(times[0])) / 1e6)
             stat = pn.StatResult(rc=st.rc, late=bool(st.late), latency_ms=latency,
                                  error=_first_line(st.text) or None)

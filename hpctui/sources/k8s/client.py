@@ -29,7 +29,7 @@ class K8sError(Exception):
         self.status = status
         self.verb = verb
         self.resource = resource
-        self.reason = reason
+        self.reason = clean_text(reason)
         self.message = clean_text(message)
         super().__init__(self.describe())
 

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from hpctui.digits import is_uint
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, Severity, Taint
 from hpctui.sanitize import clean_text
 from hpctui.validate import COUNT, is_node_name, show_value
@@ -62,10 +63,10 @@ def parse_quantity_int(text: str) -> int | None:
     text = text.strip()
     if len(text) > 20:  # no count has that many digits (nor does int() take 5000 of them)
         return None
-    if text.isdigit():
+    if is_uint(text):
         return int(text)
     for suffix, mult in (("k", 1000), ("M", 1000**2), ("G", 1000**3)):
-        if text.endswith(suffix) and text[:-1].isdigit():
+        if text.endswith(suffix) and is_uint(text[:-1]):
             return int(text[:-1]) * mult
     return None
 
@@ -148,7 +149,7 @@ def _container_problem(statuses: list[Any]) -> tuple[str | None, str | None, int
             reason, message = _s(waiting, "reason"), _s(waiting, "message")
             last_term = _d(last, "terminated")
             if reason == "CrashLoopBackOff" and last_term:
-                code = last_term.get("exitCode")
+                code = _s(last_term, "exitCode")
                 message = f"last exit: {_s(last_term, 'reason') or '?'} (code {code})"
         elif terminated and _s(terminated, "reason") not in (None, "Completed"):
             reason, message = _s(terminated, "reason"), _s(terminated, "message")

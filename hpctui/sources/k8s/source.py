@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.model import Event, K8sNodeInfo, Part, SourceResult
+from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
@@ -265,7 +266,7 @@ class K8sSource(K8sActions):
             converted = self._convert(stream, obj) if etype != "DELETED" else None
             with self._lock:
                 if etype == "DELETED":
-                    m = obj.get("metadata") or {}
+                    m = meta if isinstance(meta, dict) else {}
                     key = f"{m.get('namespace') or ''}/{m.get('name') or m.get('uid') or '?'}"
                     stream.items.pop(key, None)
                     stream.dropped.pop(key, None)
@@ -337,7 +338,7 @@ class K8sSource(K8sActions):
                 self._new_events.clear()
         if dropped:
             res, key, why = dropped[0]
-            warnings.append(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}")
+            warnings.append(clean_text(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}"))
         return SourceResult(source=self.name, time=now, k8s_nodes=nodes, pods=pods, events=events,
                             k8s_queues=queues, warnings=tuple(warnings), part_errors=part_errors)
 

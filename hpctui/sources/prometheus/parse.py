@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpctui.digits import is_uint
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
 from hpctui.sanitize import clean_text
 from hpctui.sources.prometheus.client import Sample
@@ -233,10 +234,10 @@ class Collector:
     def _make_gpu_key(self, m: Mapping[str, str]) -> GpuKey | None:
         node = self.namer(m)
         gpu = m.get("gpu")
-        if node is None or gpu is None or not gpu.isdigit():
+        if node is None or gpu is None or not is_uint(gpu):
             return None
         gi = m.get("GPU_I_ID")
-        return node, int(gpu), int(gi) if gi and gi.isdigit() else None
+        return node, int(gpu), int(gi) if gi and is_uint(gi) else None
 
     def _port_key(self, m: Mapping[str, str]) -> tuple[str, str, int] | None:
         raw = tuple(map(m.get, self._port_labels))
@@ -250,7 +251,7 @@ class Collector:
 
     def _make_port_key(self, m: Mapping[str, str]) -> tuple[str, str, int] | None:
         node, dev, port = self.namer(m), m.get("device"), m.get("port")
-        if node is None or not dev or not port or not port.isdigit():
+        if node is None or not dev or not port or not is_uint(port):
             return None
         return node, self.clean(dev) or dev, int(port)
 

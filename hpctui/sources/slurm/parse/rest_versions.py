@@ -137,5 +137,5 @@ def parse_rest_errors(data: bytes | str) -> list[str]:
     except (msgspec.DecodeError, msgspec.ValidationError):
         body = data.decode(errors="replace") if isinstance(data, bytes) else data
         body = " ".join(body.split())
-        return [body[:200]] if body else []
+        return [clean_text(body[:200])] if body else []
     return errors_of(env.errors)

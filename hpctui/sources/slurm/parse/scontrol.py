@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from hpctui.digits import is_uint
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
@@ -306,7 +307,7 @@ def _array_task(value: str | None) -> tuple[int | None, str | None]:
     v = text(value)
     if v is None:
         return None, None
-    return (int(v), None) if v.isdigit() else (None, v)
+    return (int(v), None) if is_uint(v) else (None, v)
 
 
 def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,

@@ -11,9 +11,11 @@ from collections.abc import Callable
 
 import msgspec
 
+from hpctui.digits import is_uint
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_gres_request, parse_gres
 from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
@@ -81,7 +83,7 @@ def parse_sinfo_text(text_in: str, sep: str = SEP, *, on_invalid: OnInvalid | No
             on_invalid(f"sinfo text: invalid node name {name!r}")
             continue
         parts.setdefault(name, [])
-        p = part.rstrip("*")
+        p = clean_text(part.rstrip("*"))
         if p and p not in parts[name]:
             parts[name].append(p)
         if name in out:
@@ -153,8 +155,8 @@ def _squeue_job(cols: list[str], include_finished: bool) -> SlurmJob | None:
     return SlurmJob(
         job_id=job_id,
         array_job_id=array_job if is_array else None,
-        array_task_id=int(task) if is_array and task and task.isdigit() else None,
-        array_task_str=task if is_array and task and not task.isdigit() else None,
+        array_task_id=int(task) if is_array and task and is_uint(task) else None,
+        array_task_str=task if is_array and task and not is_uint(task) else None,
         name=text(name),
         user=text(user),
         account=text(account),
