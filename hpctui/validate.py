@@ -62,8 +62,10 @@ CLOCK_MHZ = Bounds(0.0, 10_000.0)
 FAN_PCT = PERCENT
 MEMORY_MIB = Bounds(0.0, float(2**30))  # 1 PiB in MiB: GPU or node memory
 MEMORY_MB = MEMORY_MIB
+MEMORY_KIB = Bounds(0.0, float(2**40))  # 1 PiB in KiB: /proc/meminfo
 BYTES = Bounds(0.0, float(2**62))  # file system sizes, node memory in bytes
 BYTE_RATE = Bounds(0.0, 1e13)  # bytes/s of one NIC, NVLink set or PCIe link (80 Tb/s)
+NVLINK_GBPS = Bounds(0.0, 1000.0)  # GB/s of one NVLink (NVLink 5: 50 GB/s a direction)
 COUNTER = Bounds(0, COUNTER_LIMIT - 1, integer=True)  # monotonically rising hardware/software counters
 COUNT = Bounds(0, 2**31 - 1, integer=True)  # CPUs, GPUs, nodes, instances of one thing
 FLAG = Bounds(0, 1, integer=True)
@@ -223,8 +225,8 @@ class Drops:
 
 __all__ = [
     "BITMASK", "BYTES", "BYTE_RATE", "CLOCK_MHZ", "COUNT", "COUNTER", "COUNTER_LIMIT", "DCGM_BLANKS", "DCGM_FP64_BLANK",
-    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
-    "MEMORY_MIB", "NODE_LIMIT", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SLURM_JOB_BOUNDS", "SLURM_NODE_BOUNDS", "SMALL_ENUM", "TEMP_C",
+    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_KIB",
+    "MEMORY_MB", "MEMORY_MIB", "NODE_LIMIT", "NVLINK_GBPS", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SLURM_JOB_BOUNDS", "SLURM_NODE_BOUNDS", "SMALL_ENUM", "TEMP_C",
     "UINT32", "XID", "Bounds", "Drops", "checked",
     "ib_rate_ok", "is_node_name", "show_value",
 ]
