@@ -299,27 +299,41 @@ class Converter:
 
     def _slow(self, value: int | Num | None, bounds: Bounds, field: str, j: _Job) -> int | None:
         """A number the fast path did not take: unset, infinite or a sentinel → None; outside
-        ``bounds`` → None, recorded (field and job) in ``drops``; else the plain int."""
-        if value is None:
-            return None
-        v: int | float | None = value  # type: ignore[assignment]
-        if isinstance(value, Num):
+        ``bounds`` → None, recorded (field and job) in ``drops``; else the plain int. A wrapper
+        of v0.0.39+ holding a small count is taken here at the cost of the inline check."""
+        if type(value) is Num:
             if not value.set or value.infinite or value.number is None:
                 return None
-            v = value.number
-        iv = int(v)  # type: ignore[arg-type]
+            value = value.number  # type: ignore[assignment]
+            if type(value) is int and 0 <= value < 0xFFFE:
+                return value
+        elif value is None:
+            return None
+        return self._check(value, bounds, field, j)  # type: ignore[arg-type]
+
+    def _slow_epoch(self, value: int | Num | None, field: str, j: _Job) -> float | None:
+        """:func:`epoch` for a value the fast path did not take (see :meth:`_slow`)."""
+        if type(value) is Num:
+            if not value.set or value.infinite or value.number is None:
+                return None
+            value = value.number  # type: ignore[assignment]
+            if type(value) is int and (0xFFFF < value < 0xFFFFFFFE or value == 0):
+                return float(value) if value else None
+        elif value is None:
+            return None
+        iv = self._check(value, EPOCH_S, field, j)  # type: ignore[arg-type]
+        return float(iv) if iv else None
+
+    def _check(self, value: float, bounds: Bounds, field: str, j: _Job) -> int | None:
+        """A plain number: a sentinel → None; outside ``bounds`` → None, recorded; else the int."""
+        iv = int(value)
         if iv in _SENTINELS:
             return None
         if bounds.ok(iv):
             return iv
-        self.drops.value(field, v, f"job {j.job_id}")
+        self.drops.value(field, value, f"job {j.job_id}")
         self.flagged.append(j)
         return None
-
-    def _slow_epoch(self, value: int | Num | None, field: str, j: _Job) -> float | None:
-        """:func:`epoch` for a value the fast path did not take (see :meth:`_slow`)."""
-        iv = self._slow(value, EPOCH_S, field, j)
-        return float(iv) if iv else None
 
     def _slow_exit(self, pair: tuple[int | None, int | None], j: _Job) -> tuple[int | None, int | None]:
         """An exit code/signal pair from a v0.0.39+ object, each checked (see :meth:`_slow`)."""
