@@ -62,8 +62,10 @@ CLOCK_MHZ = Bounds(0.0, 10_000.0)
 FAN_PCT = PERCENT
 MEMORY_MIB = Bounds(0.0, float(2**30))  # 1 PiB in MiB: GPU or node memory
 MEMORY_MB = MEMORY_MIB
+MEMORY_KIB = Bounds(0.0, float(2**40))  # 1 PiB in KiB: /proc/meminfo
 BYTES = Bounds(0.0, float(2**62))  # file system sizes, node memory in bytes
 BYTE_RATE = Bounds(0.0, 1e13)  # bytes/s of one NIC, NVLink set or PCIe link (80 Tb/s)
+NVLINK_GBPS = Bounds(0.0, 1000.0)  # GB/s of one NVLink (NVLink 5: 50 GB/s a direction)
 COUNTER = Bounds(0, COUNTER_LIMIT - 1, integer=True)  # monotonically rising hardware/software counters
 COUNT = Bounds(0, 2**31 - 1, integer=True)  # CPUs, GPUs, nodes, instances of one thing
 FLAG = Bounds(0, 1, integer=True)
@@ -73,6 +75,7 @@ EPOCH_S = Bounds(0.0, 1e11)  # seconds since 1970 (year 5138)
 GPU_INDEX = Bounds(0, 1023, integer=True)  # a GPU's index on its node
 SMALL_ENUM = Bounds(0, 255, integer=True)  # IB state ids, PCIe generation/width
 BITMASK = COUNTER  # throttle reasons: a non-negative 64-bit mask
+UINT32 = Bounds(0, 2**32 - 1)  # Slurm's 32-bit job fields: ids, priority, minutes (NO_VAL/INFINITE: None before)
 
 # InfiniBand link rates the kernel can print (drivers/infiniband/core/sysfs.c rate_show: speed × width):
 # SDR 2.5, DDR 5, QDR/FDR10 10, FDR 14, EDR 25, HDR 50, NDR 100, XDR 200 Gb/s per lane; 1X/2X/4X/8X/12X.
@@ -97,6 +100,13 @@ SLURM_NODE_BOUNDS: dict[str, Bounds] = {
     "gpus_total": COUNT, "gpus_alloc": COUNT,
 }
 NODE_LIMIT = 2**30  # a cheap pre-check: values in [0, NODE_LIMIT) hold every SLURM_NODE_BOUNDS bound
+
+# SlurmJob attribute -> plausible range (squeue/REST JSON, squeue/scontrol text).
+SLURM_JOB_BOUNDS: dict[str, Bounds] = {
+    "array_job_id": UINT32, "array_task_id": UINT32, "num_nodes": COUNT, "gpus_requested": COUNT,
+    "submit_time": EPOCH_S, "start_time": EPOCH_S, "end_time": EPOCH_S, "time_limit_min": UINT32,
+    "exit_code": SMALL_ENUM, "exit_signal": SMALL_ENUM, "restart_count": COUNT, "priority": UINT32,
+}
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -215,7 +225,8 @@ class Drops:
 
 __all__ = [
     "BITMASK", "BYTES", "BYTE_RATE", "CLOCK_MHZ", "COUNT", "COUNTER", "COUNTER_LIMIT", "DCGM_BLANKS", "DCGM_FP64_BLANK",
-    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_MB",
-    "MEMORY_MIB", "NODE_LIMIT", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SLURM_NODE_BOUNDS", "SMALL_ENUM", "TEMP_C", "XID", "Bounds", "Drops", "checked",
+    "DCGM_INT32_BLANK", "DCGM_INT64_BLANK", "EPOCH_S", "FAN_PCT", "FLAG", "GPU_BOUNDS", "GPU_INDEX", "IB_RATES_GBPS", "LOAD", "MEMORY_KIB",
+    "MEMORY_MB", "MEMORY_MIB", "NODE_LIMIT", "NVLINK_GBPS", "PERCENT", "PERCENT_LOOSE", "POWER_W", "RATIO", "SLURM_JOB_BOUNDS", "SLURM_NODE_BOUNDS", "SMALL_ENUM", "TEMP_C",
+    "UINT32", "XID", "Bounds", "Drops", "checked",
     "ib_rate_ok", "is_node_name", "show_value",
 ]

@@ -18,7 +18,7 @@ import msgspec
 from hpctui.model.gpu import Gpu, MigInstance
 from hpctui.model.probe import GpuProcess, NvLink
 from hpctui.sanitize import clean_text
-from hpctui.validate import COUNTER, GPU_BOUNDS, Bounds, Drops
+from hpctui.validate import COUNTER, GPU_BOUNDS, GPU_INDEX, MEMORY_MIB, NVLINK_GBPS, SMALL_ENUM, Bounds, Drops
 
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
 _VALUE_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:MiB|W|MHz|%|C|us|KiB|GiB|GB/s)?$")
@@ -472,8 +472,20 @@ _Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f])
 _Q_KV = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
 
 
-def parse_q_mig_memory(text: str) -> list[MigMemory]:
-    """``MIG Device`` blocks of ``nvidia-smi -q [-d MEMORY]``: index, GI/CI ids, FB memory."""
+def _checked(value: float | None, bounds: Bounds, field: str, drops: Drops | None, where: str) -> float | None:
+    """``value`` when plausible (None stays None); else None, recorded in ``drops``."""
+    if value is None or bounds.ok(value):
+        return value
+    if drops is not None:
+        drops.value(field, value, where)
+    return None
+
+
+def parse_q_mig_memory(text: str, drops: Drops | None = None, node: str = "") -> list[MigMemory]:
+    """``MIG Device`` blocks of ``nvidia-smi -q [-d MEMORY]``: index, GI/CI ids, FB memory.
+
+    An implausible id or memory size (a negative or 1 EiB MiB count) is N/A, recorded in ``drops``;
+    a device without a plausible index is left out."""
     out: list[MigMemory] = []
     bus: str | None = None
     cur: dict[str, float | int | None] | None = None
@@ -510,14 +522,15 @@ def parse_q_mig_memory(text: str) -> list[MigMemory]:
             header = stripped
             continue
         key, value = m.group(2), m.group(3)
+        where = f"{node} {bus or '?'}"
         if key == "Index":
-            cur["device"] = integer(value)
+            cur["device"] = _checked(integer(value), SMALL_ENUM, "MIG device index", drops, where)
         elif key == "GPU Instance ID":
-            cur["gi"] = integer(value)
+            cur["gi"] = _checked(integer(value), SMALL_ENUM, "MIG GPU instance id", drops, where)
         elif key == "Compute Instance ID":
-            cur["ci"] = integer(value)
+            cur["ci"] = _checked(integer(value), SMALL_ENUM, "MIG compute instance id", drops, where)
         elif header.endswith("FB Memory Usage") and key in ("Total", "Used"):
-            cur[key.lower()] = num(value)
+            cur[key.lower()] = _checked(num(value), MEMORY_MIB, f"MIG memory {key.lower()} MiB", drops, where)
     flush()
     return out
 
@@ -572,27 +585,53 @@ NVLINK_UNSUPPORTED = "not supported"
 _ERR_KIND: dict[str, str | None] = {}
 
 
-def parse_nvlink_status(text: str) -> tuple[dict[int, list[NvLink]], set[int]]:
+def _small(digits: str, bounds: Bounds, field: str, drops: Drops | None, where: str) -> int | None:
+    """A GPU or link index (regex digits): None, recorded, when outside ``bounds`` (no 5000-digit int())."""
+    n = int(digits) if len(digits) < 6 else None
+    if n is not None and bounds.ok(n):
+        return n
+    if drops is not None:
+        drops.value(field, n if n is not None else digits if len(digits) <= 20 else digits[:20] + "…", where)
+    return None
+
+
+def _speed(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # "1.2.3": the regex takes digits and dots
+        return None
+
+
+def parse_nvlink_status(text: str, drops: Drops | None = None, node: str = "") -> tuple[dict[int, list[NvLink]], set[int]]:
     """``nvidia-smi nvlink -s`` → ({gpu index: links}, {gpu indexes where NVLink queries are unsupported}).
 
     ``Link N: 26.562 GB/s`` is up; ``Link N: <inactive>`` (or any non-speed text) is down; "Nvlink
-    queries are not supported for Devices in MIG mode" makes the GPU's link state unknown.
+    queries are not supported for Devices in MIG mode" makes the GPU's link state unknown. An
+    implausible GPU or link index leaves that GPU or link out, an implausible speed is N/A (the link
+    up); each recorded in ``drops``.
     """
     links: dict[int, list[NvLink]] = {}
     unsupported: set[int] = set()
     gpu: int | None = None
     for m in _NV_STATUS.finditer(text):
         if m.group(1) is not None:
-            gpu = int(m.group(1))
-            links.setdefault(gpu, [])
+            gpu = _small(m.group(1), GPU_INDEX, "nvlink GPU index", drops, node)
+            if gpu is not None:
+                links.setdefault(gpu, [])
         elif gpu is None:
             continue
         elif m.group(5) is not None:
             unsupported.add(gpu)
+        elif (link := _small(m.group(2), SMALL_ENUM, "nvlink link index", drops, f"{node} GPU {gpu}")) is None:
+            continue
         elif m.group(3) is not None:
-            links[gpu].append(NvLink(link=int(m.group(2)), up=True, speed_gbps=float(m.group(3))))
+            speed = _speed(m.group(3))
+            if (speed is None or not NVLINK_GBPS.ok(speed)) and drops is not None:
+                drops.value(f"nvlink {link} GB/s", m.group(3)[:20] if speed is None else speed, f"{node} GPU {gpu}")
+            speed = speed if speed is not None and NVLINK_GBPS.ok(speed) else None
+            links[gpu].append(NvLink(link=link, up=True, speed_gbps=speed))
         else:
-            links[gpu].append(NvLink(link=int(m.group(2)), up=False))
+            links[gpu].append(NvLink(link=link, up=False))
     return links, unsupported
 
 
@@ -635,9 +674,13 @@ def parse_nvlink_errors(text: str, drops: Drops | None = None, node: str = "") -
     per_gpu: dict[int, dict[str, int]] | None = None
     for m in _NV_ERR.finditer(text):
         if m.group(1) is not None:
-            per_gpu = out.setdefault(int(m.group(1)), {})
+            gpu = _small(m.group(1), GPU_INDEX, "nvlink GPU index", drops, node)
+            per_gpu = out.setdefault(gpu, {}) if gpu is not None else None
             continue
         if per_gpu is None:
+            continue
+        link = _small(m.group(2), SMALL_ENUM, "nvlink link index", drops, node)
+        if link is None:
             continue
         kind = _err_kind(m.group(3))
         value = integer(m.group(4))
@@ -647,7 +690,7 @@ def parse_nvlink_errors(text: str, drops: Drops | None = None, node: str = "") -
             if drops is not None:
                 drops.value(f"nvlink {m.group(3).strip()} errors", value, node)
             continue
-        counters = per_gpu.setdefault(int(m.group(2)), {})
+        counters = per_gpu.setdefault(link, {})
         counters[kind] = counters.get(kind, 0) + value
     return out
 

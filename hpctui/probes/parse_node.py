@@ -10,7 +10,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from datetime import datetime
 
 import msgspec
@@ -19,7 +19,7 @@ from hpctui.digits import is_uint
 from hpctui.model.mount import Mount, MountState
 from hpctui.model.probe import ServiceState, ServiceStatus
 from hpctui.sanitize import clean_text
-from hpctui.validate import COUNTER, COUNTER_LIMIT, XID, Drops, ib_rate_ok
+from hpctui.validate import COUNT, COUNTER, COUNTER_LIMIT, EPOCH_S, LOAD, MEMORY_KIB, XID, Drops, ib_rate_ok
 
 # ---------------------------------------------------------------- Xid
 
@@ -77,15 +77,22 @@ def xid_time(line: str, boot_time: float | None) -> float | None:
 
 
 def parse_xid_lines(text: str, boot_time: float | None = None, drops: Drops | None = None,
-                    node: str = "") -> list[XidLine]:
+                    node: str = "", seen: MutableMapping[str, None] | None = None) -> list[XidLine]:
     """Every ``NVRM: Xid`` line of a kernel log excerpt (journalctl, dmesg, dmesg -T, iso).
 
-    A line whose Xid is not a plausible code (:data:`hpctui.validate.XID`) is dropped, recorded in ``drops``."""
+    A line whose Xid is not a plausible code (:data:`hpctui.validate.XID`) is dropped, recorded in ``drops``.
+    With ``seen``: a line (stripped) already in it is skipped, kept or dropped alike, and each line read is
+    added, so that a line of an excerpt read again is neither an event nor a warning twice."""
     out = []
     for line in text.splitlines():
         m = XID_RE.search(line)
         if not m:
             continue
+        if seen is not None:
+            raw = line.strip()
+            if raw in seen:
+                continue
+            seen[raw] = None
         code = m.group(3)
         xid = int(code) if len(code) < 6 else -1  # digits only: 6+ of them is no Xid (nor a 5000-digit int())
         if not XID.ok(xid):
@@ -367,36 +374,73 @@ class ProcSample(msgspec.Struct, kw_only=True):
 _PARTITION = re.compile(r"^(?:(?:sd|vd|xvd|hd)[a-z]+\d+|nvme\d+n\d+p\d+|mmcblk\d+p\d+)$")
 
 
-def parse_proc_resources(text: str) -> ProcSample:
-    """The ``res`` section: ``<tag> <line of /proc/…>`` as printed by the probe's awk."""
+class _Implausible(ValueError):
+    """A /proc value outside its plausible range: the line is skipped, the value recorded."""
+
+    def __init__(self, field: str, value: object) -> None:
+        super().__init__(field)
+        self.field, self.value = field, value
+
+
+def _counters(field: str, values: Iterable[str]) -> list[int]:
+    """Non-negative integer counters below 2**63 (:data:`hpctui.validate.COUNTER`), else _Implausible."""
+    out = []
+    for x in values:
+        n = int(x)  # ValueError: not a number (the line is skipped, as before)
+        if not COUNTER.ok(n):
+            raise _Implausible(field, n)
+        out.append(n)
+    return out
+
+
+def parse_proc_resources(text: str, drops: Drops | None = None, node: str = "") -> ProcSample:
+    """The ``res`` section: ``<tag> <line of /proc/…>`` as printed by the probe's awk.
+
+    A value outside its plausible range (a negative or beyond-2**63 counter, an infinite load, an
+    exabyte of memory) leaves its line out (N/A), recorded in ``drops``."""
     s = ProcSample()
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
         f = rest.split()
         try:
             if tag == "loadavg" and len(f) >= 3:
-                s.load = (float(f[0]), float(f[1]), float(f[2]))
+                load = (float(f[0]), float(f[1]), float(f[2]))
+                if not all(LOAD.ok(v) for v in load):
+                    raise _Implausible("load", next(v for v in load if not LOAD.ok(v)))
+                s.load = load
             elif tag == "stat" and f and f[0] == "cpu":
-                vals = [int(x) for x in f[1:9]]
+                vals = _counters("cpu jiffies", f[1:9])
                 total = sum(vals)
                 idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
                 s.cpu_busy, s.cpu_total = total - idle, total
             elif tag == "stat" and f and f[0] == "btime" and len(f) > 1:
-                s.boot_time = float(f[1])
+                boot = float(f[1])
+                if not EPOCH_S.ok(boot):
+                    raise _Implausible("btime", boot)
+                s.boot_time = boot
             elif tag == "meminfo" and len(f) >= 2:
-                s.mem_kib[f[0].rstrip(":")] = int(f[1])
+                kib = int(f[1])
+                if not MEMORY_KIB.ok(kib):
+                    raise _Implausible(clean_text(f[0].rstrip(":"))[:40], kib)
+                s.mem_kib[f[0].rstrip(":")] = kib
             elif tag == "diskstats" and len(f) >= 13:
                 name = f[2]
                 if not _PARTITION.match(name):
-                    s.disk_io_ms[clean_text(name)] = int(f[12])
+                    s.disk_io_ms[clean_text(name)] = _counters(f"{clean_text(name)[:40]} io ms", f[12:13])[0]
             elif tag == "netdev":
                 name, _, counters = rest.partition(":")
                 c = counters.split()
                 name = name.strip()
                 if len(c) >= 11 and name and name != "lo":
-                    s.nic[clean_text(name)] = (int(c[0]), int(c[8]), int(c[2]) + int(c[10]))
-            elif tag == "cpus" and f and f[0].isdigit() and int(f[0]) > 0:
+                    rx, tx, rx_err, tx_err = _counters(f"{clean_text(name)[:40]} counters", (c[0], c[8], c[2], c[10]))
+                    s.nic[clean_text(name)] = (rx, tx, rx_err + tx_err)
+            elif tag == "cpus" and f and is_uint(f[0]) and int(f[0]) > 0:
+                if not COUNT.ok(int(f[0])):
+                    raise _Implausible("cpus", int(f[0]))
                 s.cpu_count = int(f[0])
+        except _Implausible as bad:
+            if drops is not None:
+                drops.value(bad.field, bad.value, node)
         except (ValueError, IndexError):
             continue
     return s

@@ -23,7 +23,7 @@ from hpctui.model.probe import NodeResources, NvLink, ServiceState, ServiceStatu
 from hpctui.probes import parse_gpu as pg
 from hpctui.probes import parse_node as pn
 from hpctui.sanitize import clean_text
-from hpctui.validate import Drops
+from hpctui.validate import BYTE_RATE, Drops
 
 _BEGIN = b"@@hpctui begin "
 _END = b"@@hpctui end "
@@ -201,10 +201,12 @@ class ProbeState:
     mig_lgi: list[pg.GpuInstanceRow] = field(default_factory=list)
     mig_lci: list[pg.ComputeInstanceRow] = field(default_factory=list)
     mig_memory: list[pg.MigMemory] = field(default_factory=list)
+    mig_drops: Drops = field(default_factory=Drops)  # implausible values of mig_memory's text
     slow_ms: float = 1000.0
     # Parse caches: a section whose text did not change since the last record is not parsed again.
     nvlinks_steady: dict[int, tuple[NvLink, ...]] = field(default_factory=dict)  # deltas cleared
     nvlink_texts: tuple[str | None, str | None] = (None, None)
+    nvlink_drops: Drops = field(default_factory=Drops)  # implausible values of nvlink_texts
     gpu_key: tuple[str, tuple[str, ...]] | None = None
     gpu_rows: list[Gpu] = field(default_factory=list)
     gpu_drops: Drops = field(default_factory=Drops)  # implausible values of gpu_rows' text
@@ -268,23 +270,25 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
             elif key == "expect" and value:
                 expected.append(clean_text(value))
 
+    drops = Drops()  # implausible values in this record (hpctui.validate): N/A plus one warning
     resources = None
     res = secs.get("res")
     if res is not None and not res.late:
-        sample = pn.parse_proc_resources(res.text)
+        sample = pn.parse_proc_resources(res.text, drops, node)
         if sample.boot_time is not None:
             state.boot_time = sample.boot_time
-        resources = _resources(node, sample, state.proc if dt else None, dt)
+        resources = _resources(node, sample, state.proc if dt else None, dt, drops)
         state.proc = sample
 
     events: list[Event] = []
-    drops = Drops()  # implausible values in this record (hpctui.validate): N/A plus one warning
     xids = _xids(node, secs.get("xid"), state, warnings, drops)
     nvswitches = _sxids(node, secs.get("xid"), state, events, drops)
     gpus = _gpus(node, secs, state, warnings, xids, events, drops)
     ib = _ib(node, secs.get("ib"), state, t, warnings)
     if gpus:
         drops.merge(state.gpu_drops)
+        drops.merge(state.nvlink_drops)
+        drops.merge(state.mig_drops)
     if ib:
         drops.merge(state.ib_drops)
     warnings.extend(drops.warnings())
@@ -297,7 +301,10 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
                         warnings=tuple(clean_text(w) for w in warnings))
 
 
-def _resources(node: str, s: pn.ProcSample, prev: pn.ProcSample | None, dt: float | None) -> NodeResources:
+def _resources(node: str, s: pn.ProcSample, prev: pn.ProcSample | None, dt: float | None,
+               drops: Drops | None = None) -> NodeResources:
+    """/proc sample → resources; rates from the previous sample. A NIC rate beyond any NIC's
+    (hpctui.validate.BYTE_RATE: a forged counter jump) is N/A, recorded in ``drops``."""
     mem = s.mem_kib
     busy = None
     disk: dict[str, float] = {}
@@ -317,6 +324,10 @@ def _resources(node: str, s: pn.ProcSample, prev: pn.ProcSample | None, dt: floa
                 pr, pw, pe = prev.nic[nic]
                 if r >= pr and w >= pw:
                     rx[nic], tx[nic] = (r - pr) / dt, (w - pw) / dt
+                    if not (BYTE_RATE.ok(rx[nic]) and BYTE_RATE.ok(tx[nic])):
+                        if drops is not None:
+                            drops.value(f"{nic} B/s", max(rx[nic], tx[nic]), node)
+                        del rx[nic], tx[nic]
                 errs[nic] = max(0, e - pe)
 
     def mib(key: str) -> float | None:
@@ -340,12 +351,7 @@ def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]
     for line in sec.text.splitlines():
         if line.startswith("dmesg:"):
             warnings.append(f"xid: {clean_text(line[:200])}")
-    new = []
-    for x in pn.parse_xid_lines(sec.text, state.boot_time, drops, node):
-        if x.raw in state.xid_seen:
-            continue
-        state.xid_seen[x.raw] = None
-        new.append(x)
+    new = pn.parse_xid_lines(sec.text, state.boot_time, drops, node, state.xid_seen)  # each line once
     while len(state.xid_seen) > XID_SEEN_MAX:
         state.xid_seen.popitem(last=False)
     return new
@@ -418,11 +424,14 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         _, state.mig_devices = pg.parse_list_gpus(lst.text)  # type: ignore[union-attr]
         if not state.mig_devices:
             state.mig_lgi, state.mig_lci, state.mig_memory = [], [], []
-    for name, attr, fn in (("mig-gi", "mig_lgi", pg.parse_mig_lgi), ("mig-ci", "mig_lci", pg.parse_mig_lci),
-                           ("gpu-mem", "mig_memory", pg.parse_q_mig_memory)):
+    for name, attr, fn in (("mig-gi", "mig_lgi", pg.parse_mig_lgi), ("mig-ci", "mig_lci", pg.parse_mig_lci)):
         s = secs.get(name)
         if _ok(s):
             setattr(state, attr, fn(s.text))  # type: ignore[union-attr]
+    mem_sec = secs.get("gpu-mem")
+    if _ok(mem_sec):
+        state.mig_drops = Drops()  # warned while these values are shown
+        state.mig_memory = pg.parse_q_mig_memory(mem_sec.text, state.mig_drops, node)  # type: ignore[union-attr]
     nvs, nve = secs.get("nvlink"), secs.get("nvlink-err")
     status: dict[int, list[NvLink]] | None = None
     errors: dict[int, dict[int, dict[str, int]]] = {}
@@ -432,11 +441,12 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         nvs_text = nve_text = None  # unchanged since the last read: links as they were, no deltas
     elif (nvs_text, nve_text) != (None, None):
         state.nvlink_texts = (nvs_text, nve_text)
+        state.nvlink_drops = Drops()  # warned while the links read from these texts are shown
     if nvs_text is not None:
-        status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text)
+        status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text, state.nvlink_drops, node)
         state.nvlink_notes = pg.parse_nvlink_notes(nvs_text)
     if nve_text is not None:
-        errors = pg.parse_nvlink_errors(nve_text, drops, node)
+        errors = pg.parse_nvlink_errors(nve_text, state.nvlink_drops, node)
     # Processes.
     apps_sec, procs_sec = secs.get("gpu-apps"), secs.get("gpu-procs")
     apps = pg.parse_compute_apps(apps_sec.text) if _ok(apps_sec) else None  # type: ignore[union-attr]

@@ -3,7 +3,9 @@
 Pure functions, no client: fed by lists and watch events of the source and by tests.
 Every field may be missing or null (``_d``/``_l`` make that harmless); every string
 goes through :func:`hpctui.sanitize.clean_text`. A malformed object raises
-:class:`BadObject`, which the source turns into one dropped record and a warning.
+:class:`BadObject`, which the source turns into one dropped record and a warning. A count
+that is present but not plausible (a negative or 300-digit GPU quantity) is N/A, recorded in
+the ``drops`` a caller passes (:class:`hpctui.validate.Drops`): the source shows one warning.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from hpctui.digits import is_uint
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, QueueGpus, Severity, Taint
 from hpctui.sanitize import clean_text
-from hpctui.validate import COUNT, is_node_name, show_value
+from hpctui.validate import COUNT, Drops, is_node_name, show_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -60,6 +62,14 @@ def _i(value: Any) -> int | None:
     return n if n is not None and COUNT.ok(n) else None
 
 
+def _count(value: Any, drops: Drops | None, field: str, where: str) -> int | None:
+    """:func:`_i`; a value that is present but no plausible count is recorded in ``drops``."""
+    n = _i(value)
+    if n is None and value is not None and drops is not None:
+        drops.value(clean_text(field), value if isinstance(value, (int, float)) else str(value), where)
+    return n
+
+
 def parse_quantity_int(text: str) -> int | None:
     """Integer quantities as extended resources use them ("8", "1k"); None for anything else."""
     text = text.strip()
@@ -90,7 +100,8 @@ def name_of(obj: Mapping[str, Any]) -> str:
     return name
 
 
-def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
+def node_info(obj: Mapping[str, Any], drops: Drops | None = None) -> K8sNodeInfo:
+    """A core/v1 Node; an implausible GPU/MIG quantity is N/A, recorded in ``drops``."""
     name = clean_text(name_of(obj))
     if not is_node_name(name):  # the one node-name rule of every source (hpctui.validate)
         raise BadObject(f"invalid node name {show_value(name)}")
@@ -113,19 +124,21 @@ def node_info(obj: Mapping[str, Any]) -> K8sNodeInfo:
     labels = {clean_text(str(k)): clean_text(str(v)) for k, v in _d(meta, "labels").items()
               if not str(k).startswith(NODE_LABEL_SKIP)}
     capacity, allocatable = _d(status, "capacity"), _d(status, "allocatable")
+    where = f"node {name}"
     mig_cap = {clean_text(k[len(MIG_PREFIX):]): n for k, v in capacity.items()
-               if k.startswith(MIG_PREFIX) and (n := _i(v)) is not None}
+               if k.startswith(MIG_PREFIX) and (n := _count(v, drops, f"capacity {k}", where)) is not None}
     mig_alloc = {clean_text(k[len(MIG_PREFIX):]): n for k, v in allocatable.items()
-                 if k.startswith(MIG_PREFIX) and (n := _i(v)) is not None}
+                 if k.startswith(MIG_PREFIX) and (n := _count(v, drops, f"allocatable {k}", where)) is not None}
     return K8sNodeInfo(
         name=name, conditions=conditions, condition_messages=messages, taints=taints, labels=labels,
         unschedulable=spec.get("unschedulable") is True,
-        gpu_capacity=_i(capacity.get(GPU_RESOURCE)), gpu_allocatable=_i(allocatable.get(GPU_RESOURCE)),
+        gpu_capacity=_count(capacity.get(GPU_RESOURCE), drops, f"capacity {GPU_RESOURCE}", where),
+        gpu_allocatable=_count(allocatable.get(GPU_RESOURCE), drops, f"allocatable {GPU_RESOURCE}", where),
         mig_capacity=mig_cap, mig_allocatable=mig_alloc,
     )
 
 
-def _gpu_request(container: Mapping[str, Any]) -> dict[str, int]:
+def _gpu_request(container: Mapping[str, Any], drops: Drops | None = None, where: str = "") -> dict[str, int]:
     """GPU resources (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``) one container requests.
 
     Extended resources cannot be overcommitted: a limit is the request (the API server copies it)."""
@@ -134,7 +147,7 @@ def _gpu_request(container: Mapping[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for key in {*limits, *requests}:
         if isinstance(key, str) and (key == GPU_RESOURCE or key.startswith(MIG_PREFIX)):
-            n = _i(limits.get(key, requests.get(key))) or 0
+            n = _count(limits.get(key, requests.get(key)), drops, f"resources {key}", where) or 0
             if n:
                 out[clean_text(key)] = n
     return out
@@ -150,7 +163,7 @@ def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
         total[k] = max(total.get(k, 0), v)
 
 
-def effective_gpu_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+def effective_gpu_requests(spec: Mapping[str, Any], drops: Drops | None = None, where: str = "") -> dict[str, int]:
     """The pod's GPU request per resource, by Kubernetes' own rule (the scheduler's and the kubelet's).
 
     Per resource: max(sum of app containers + all sidecars, max over init containers), where a
@@ -163,13 +176,13 @@ def effective_gpu_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     result: dict[str, int] = {}
     for c in _l(spec, "containers"):
         if isinstance(c, dict):
-            _add(result, _gpu_request(c))
+            _add(result, _gpu_request(c, drops, where))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for c in _l(spec, "initContainers"):
         if not isinstance(c, dict):
             continue
-        own = _gpu_request(c)
+        own = _gpu_request(c, drops, where)
         if c.get("restartPolicy") == "Always":  # a native sidecar: runs beside the app containers
             _add(result, own)
             _add(sidecars, own)
@@ -182,14 +195,15 @@ def effective_gpu_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return {k: v for k, v in result.items() if v}
 
 
-def _container_problem(statuses: list[Any]) -> tuple[str | None, str | None, int]:
+def _container_problem(statuses: list[Any], drops: Drops | None = None,
+                       where: str = "") -> tuple[str | None, str | None, int]:
     """(reason, message, restarts) of the first container in trouble."""
     reason = message = None
     restarts = 0
     for cs in statuses:
         if not isinstance(cs, dict):
             continue
-        restarts += _i(cs.get("restartCount")) or 0
+        restarts += _count(cs.get("restartCount"), drops, "restartCount", where) or 0
         if reason is not None:
             continue
         state, last = _d(cs, "state"), _d(cs, "lastState")
@@ -205,15 +219,17 @@ def _container_problem(statuses: list[Any]) -> tuple[str | None, str | None, int
     return reason, message, restarts
 
 
-def pod(obj: Mapping[str, Any]) -> Pod:
+def pod(obj: Mapping[str, Any], drops: Drops | None = None) -> Pod:
+    """A core/v1 Pod; an implausible GPU request or restart count is N/A (0), recorded in ``drops``."""
     name = clean_text(name_of(obj))
     meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
     namespace = _s(meta, "namespace") or "default"
+    where = f"pod {namespace}/{name}"
     labels, annotations = _d(meta, "labels"), _d(meta, "annotations")
     owner = next((o for o in _l(meta, "ownerReferences") if isinstance(o, dict) and o.get("controller")),
                  next((o for o in _l(meta, "ownerReferences") if isinstance(o, dict)), {}))
     reason, message, restarts = _container_problem(_l(status, "initContainerStatuses")
-                                                   + _l(status, "containerStatuses"))
+                                                   + _l(status, "containerStatuses"), drops, where)
     phase = _s(status, "phase") or "Unknown"
     if reason is None:
         for cond in _l(status, "conditions"):
@@ -225,7 +241,7 @@ def pod(obj: Mapping[str, Any]) -> Pod:
         reason = "Terminating"
     queue = labels.get(KUEUE_QUEUE_LABEL) or next(
         (v for k in VOLCANO_QUEUE_KEYS if (v := annotations.get(k) or labels.get(k))), None)
-    gpu_resources = effective_gpu_requests(spec)
+    gpu_resources = effective_gpu_requests(spec, drops, where)
     group = annotations.get(VOLCANO_GROUP_ANNOTATION)
     node = _s(spec, "nodeName")
     if node is not None and not is_node_name(node):  # Kubernetes node names are host names too

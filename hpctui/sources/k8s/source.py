@@ -30,6 +30,7 @@ from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
 from hpctui.sources.k8s.client import K8sError, KubeClient, WatchBroken, error_from, q
 from hpctui.sources.k8s.settings import K8sSettings
+from hpctui.validate import Drops
 
 if TYPE_CHECKING:
     from hpctui.store import NodeNameMap
@@ -61,6 +62,7 @@ class Stream:
     bad_note: str = ""  # what the latest one was
     bad_since: float = 0.0  # monotonic time of the first of them
     bad_at: float | None = None  # monotonic time of the latest (None: none)
+    implausible: dict[str, Drops] = field(default_factory=dict)  # key -> values of a kept object shown as N/A
 
     @property
     def settled(self) -> bool:
@@ -152,16 +154,27 @@ class K8sSource(K8sActions):
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         key = f"{meta.get('namespace') or ''}/{meta.get('name') or meta.get('uid') or '?'}"
+        drops = Drops()  # implausible counts of this object (hpctui.validate): warned while it is kept
+        value: Any
         try:
             if stream.resource == "nodes":
-                return key, convert.node_info(obj)
-            if stream.resource == "pods":
-                return key, convert.pod(obj)
-            return key, convert.event(obj, self._node_name)
+                value = convert.node_info(obj, drops)
+            elif stream.resource == "pods":
+                value = convert.pod(obj, drops)
+            else:
+                return key, convert.event(obj, self._node_name)
         except Exception as exc:  # one bad record costs one record
             with self._lock:
                 stream.dropped[key] = f"{type(exc).__name__}: {exc}"
+                stream.implausible.pop(key, None)
             return None
+        if drops or key in stream.implausible:
+            with self._lock:
+                if drops:
+                    stream.implausible[key] = drops
+                else:
+                    stream.implausible.pop(key, None)
+        return key, value
 
     def _list(self, stream: Stream) -> None:
         raw, rv = self.client.list_all(stream.path, query=stream.query, resource=stream.resource)
@@ -171,6 +184,7 @@ class K8sSource(K8sActions):
         items: dict[str, Any] = {}
         with self._lock:
             stream.dropped.clear()
+            stream.implausible.clear()
         for obj in raw:
             converted = self._convert(stream, obj)
             if converted is not None:
@@ -287,6 +301,7 @@ class K8sSource(K8sActions):
                     key = f"{m.get('namespace') or ''}/{m.get('name') or m.get('uid') or '?'}"
                     stream.items.pop(key, None)
                     stream.dropped.pop(key, None)
+                    stream.implausible.pop(key, None)
                 elif converted is not None:
                     stream.items[converted[0]] = converted[1]
                     stream.dropped.pop(converted[0], None)
@@ -347,6 +362,10 @@ class K8sSource(K8sActions):
             warnings = [f"{part}: {err}" for part, err in part_errors.items()]
             dropped = [(s.resource, k, why) for s in self.streams for k, why in s.dropped.items()]
             warnings.extend(self._bad_line_warnings())
+            implausible = Drops()
+            for s in self.streams:
+                for d in s.implausible.values():
+                    implausible.merge(d)
             nodes = self._build(Part.K8S_NODES, by_part) if Part.K8S_NODES in healthy else None
             pods = self._build(Part.PODS, by_part) if Part.PODS in healthy else None
             queues = self._build(Part.K8S_QUEUES, by_part) if Part.K8S_QUEUES in healthy else None
@@ -357,6 +376,7 @@ class K8sSource(K8sActions):
         if dropped:
             res, key, why = dropped[0]
             warnings.append(clean_text(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}"))
+        warnings.extend(implausible.warnings())
         return SourceResult(source=self.name, time=now, k8s_nodes=nodes, pods=pods, events=events,
                             k8s_queues=queues, warnings=tuple(warnings), part_errors=part_errors)
 

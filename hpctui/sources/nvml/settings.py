@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hpctui.validate import is_node_name, show_value
+
 if TYPE_CHECKING:
     from hpctui.sources.nvml.source import NvmlSource
 
@@ -23,6 +25,8 @@ class NvmlSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError("interval_s must be > 0")
         if self.node is not None and not self.node.strip():
             raise ValueError("node must not be empty")
+        if self.node is not None and not is_node_name(self.node):
+            raise ValueError(f"node {show_value(self.node)} is no valid host name (letters, digits, '-' and '.')")
 
 
 def build_nvml_source(settings: NvmlSettings) -> NvmlSource:

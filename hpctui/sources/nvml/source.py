@@ -34,7 +34,7 @@ from hpctui.model.probe import GpuProcess, NvLink, ProbeStatus
 from hpctui.probes import parse_gpu as pg
 from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
-from hpctui.validate import GPU_BOUNDS, XID, Drops, checked
+from hpctui.validate import GPU_BOUNDS, MEMORY_MIB, SMALL_ENUM, XID, Drops, checked, is_node_name, show_value
 
 if TYPE_CHECKING:
     from hpctui.sources.nvml.settings import NvmlSettings
@@ -169,6 +169,9 @@ class NvmlSource:
         self._inited = True
 
     def _collect(self) -> SourceResult:
+        if not is_node_name(self.node):  # the host name (or node = …) names the node: the one node-name rule
+            raise SourceError(f"NVML: this host's name {show_value(self.node)} is no valid node name; "
+                              "set node = \"…\" in this nvml source's section")
         with self._lock:
             m = self._nvml()
             self._init(m)
@@ -187,7 +190,7 @@ class NvmlSource:
                 if h is None:
                     gpus.append(Gpu(node=self.node, index=i, lost=True))
                     continue
-                gpus.append(checked(self._read_gpu(c, i, h), GPU_BOUNDS, drops, f"{self.node} GPU {i}"))
+                gpus.append(checked(self._read_gpu(c, i, h, drops), GPU_BOUNDS, drops, f"{self.node} GPU {i}"))
             events = self._poll_xids(c, gpus, now, drops) if self._events is not None else []
             warnings.extend(drops.warnings())
             out = []
@@ -201,7 +204,10 @@ class NvmlSource:
                 probes={self.node: ProbeStatus(node=self.node, reachable=True, last_ok=now)},
                 warnings=tuple(warnings))
 
-    def _read_gpu(self, c: _Calls, index: int, h: Any) -> Gpu:
+    def _read_gpu(self, c: _Calls, index: int, h: Any, drops: Drops | None = None) -> Gpu:
+        """One GPU's readings; implausible MIG and NVLink readings are N/A, recorded in ``drops``
+        (the caller checks the Gpu's own fields against GPU_BOUNDS)."""
+        drops = drops if drops is not None else Drops()
         c.lost = False
         pci = c.q("nvmlDeviceGetPciInfo", h)
         util = c.q("nvmlDeviceGetUtilizationRates", h)
@@ -254,9 +260,9 @@ class NvmlSource:
         if fabric is not None:
             upd["fabric_state"], upd["fabric_status"] = fabric
         if mig_current:
-            upd["mig_instances"] = self._mig(c, h)
+            upd["mig_instances"] = self._mig(c, h, drops, f"{self.node} GPU {index}")
         if self.settings.nvlink:
-            links = self._nvlinks(c, index, h, bool(mig_current))
+            links = self._nvlinks(c, index, h, bool(mig_current), drops)
             if links:
                 upd["nvlinks"] = links
         if self.settings.processes:
@@ -305,25 +311,29 @@ class NvmlSource:
         raw = getattr(v.value, member, None) if member else None
         return _num(raw)
 
-    def _mig(self, c: _Calls, h: Any) -> tuple[MigInstance, ...]:
+    def _mig(self, c: _Calls, h: Any, drops: Drops, where: str) -> tuple[MigInstance, ...]:
+        """The MIG devices of one GPU; one without a plausible GPU instance id is left out, an
+        implausible CI id or memory size is N/A (each recorded in ``drops``)."""
         out = []
-        for j in range(_int(c.q("nvmlDeviceGetMaxMigDeviceCount", h)) or 0):
+        count = drops.check(_int(c.q("nvmlDeviceGetMaxMigDeviceCount", h)), SMALL_ENUM, "MIG device count", where)
+        for j in range(int(count or 0)):
             mh = c.q("nvmlDeviceGetMigDeviceHandleByIndex", h, j)
             if mh is None:
                 continue
-            gi = _int(c.q("nvmlDeviceGetGpuInstanceId", mh))
+            gi = drops.check(_int(c.q("nvmlDeviceGetGpuInstanceId", mh)), SMALL_ENUM, "MIG GPU instance id", where)
             if gi is None:
                 continue
             name = _text(c.q("nvmlDeviceGetName", mh)) or ""
             m = _MIG_PROFILE.search(name)
             mem = c.q("nvmlDeviceGetMemoryInfo", mh)
-            out.append(MigInstance(gi_id=gi, profile=m.group(1) if m else name, uuid=_text(c.q("nvmlDeviceGetUUID", mh)),
-                                   ci_id=_int(c.q("nvmlDeviceGetComputeInstanceId", mh)),
-                                   memory_used_mib=mem.used / _MIB if mem is not None else None,
-                                   memory_total_mib=mem.total / _MIB if mem is not None else None))
+            ci = drops.check(_int(c.q("nvmlDeviceGetComputeInstanceId", mh)), SMALL_ENUM, "MIG compute instance id", where)
+            used = drops.check(_div(mem.used, _MIB), MEMORY_MIB, "MIG memory used MiB", where) if mem is not None else None
+            total = drops.check(_div(mem.total, _MIB), MEMORY_MIB, "MIG memory total MiB", where) if mem is not None else None
+            out.append(MigInstance(gi_id=int(gi), profile=m.group(1) if m else name, uuid=_text(c.q("nvmlDeviceGetUUID", mh)),
+                                   ci_id=None if ci is None else int(ci), memory_used_mib=used, memory_total_mib=total))
         return tuple(sorted(out, key=lambda i: (i.gi_id, i.ci_id if i.ci_id is not None else -1)))
 
-    def _nvlinks(self, c: _Calls, index: int, h: Any, mig: bool) -> tuple[NvLink, ...]:
+    def _nvlinks(self, c: _Calls, index: int, h: Any, mig: bool, drops: Drops) -> tuple[NvLink, ...]:
         status: list[NvLink] = []
         errors: dict[int, dict[str, int]] = {}
         kinds = (("crc", "NVML_NVLINK_ERROR_DL_CRC_FLIT"), ("crc", "NVML_NVLINK_ERROR_DL_CRC_DATA"),
@@ -334,13 +344,18 @@ class NvmlSource:
                 break  # no such link (or NVLink not supported, e.g. with MIG on)
             status.append(NvLink(link=link, up=bool(state)))
             counters: dict[str, int] = {}
+            bad: set[str] = set()  # a kind with an implausible part (CRC flit + data) is N/A as a whole
             for kind, const in kinds:
                 if c.const(const) is None:
                     continue
-                v = _int(c.q("nvmlDeviceGetNvLinkErrorCounter", h, link, c.const(const)))
+                raw = _int(c.q("nvmlDeviceGetNvLinkErrorCounter", h, link, c.const(const)))
+                v = drops.count(raw, f"nvlink {link} {const.removeprefix('NVML_NVLINK_ERROR_DL_').lower()} errors",
+                                f"{self.node} GPU {index}")
                 if v is not None:
                     counters[kind] = counters.get(kind, 0) + v
-            errors[link] = counters
+                elif raw is not None:
+                    bad.add(kind)
+            errors[link] = {k: v for k, v in counters.items() if k not in bad}
         links = pg.merge_nvlinks(status, errors, mig and not status, self._prev_links.get(index, ()))
         self._prev_links[index] = links
         return links

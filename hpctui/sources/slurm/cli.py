@@ -142,14 +142,14 @@ class CliBackend:
         res = await self._run(["squeue", "-h", "-o", parse.SQUEUE_FORMAT])
         self._check(res)
         return await self._parse_text(
-            res, warnings, lambda data, dropped: parse.parse_squeue_text(data, on_invalid=dropped), "jobs")
+            res, warnings, lambda data, dropped: parse.parse_squeue_text(data, on_invalid=dropped, drops=dropped.values), "jobs")
 
     async def _stream_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...] | None:
         """``squeue --json`` read as it arrives (see parse.jobs_stream): bounded memory, no long
         parse on the event loop, unchanged jobs reused. None: use the text form instead (no
         --json here, or an unreadable document; the reason is in ``warnings``)."""
         dropped = Dropped("job")
-        stream = JobsStream(self.job_reuse, on_invalid=dropped)
+        stream = JobsStream(self.job_reuse, on_invalid=dropped, drops=dropped.values)
         try:
             res = await self.runner.stream(["squeue", "--json"], stream.feed)
         except parse.SlurmParseError as exc:

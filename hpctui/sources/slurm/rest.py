@@ -255,7 +255,7 @@ class RestBackend:
         nodes, jobs = nodes_or_jobs(
             await parsed(lambda d: parse.parse_nodes_json(d, version, on_invalid=bad_nodes, drops=bad_nodes.values),
                          nodes_b, "nodes"),
-            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs), jobs_b, "jobs"),
+            await parsed(lambda d: parse.parse_jobs_json(d, version, on_invalid=bad_jobs, drops=bad_jobs.values), jobs_b, "jobs"),
             warnings)
         bad_nodes.report(warnings)
         bad_jobs.report(warnings)

@@ -23,6 +23,18 @@ from hpctui.sources.slurm.parse.gres import gpu_indices, gpus_from_gres_request,
 from hpctui.sources.slurm.parse.nodes import _raise_on_errors
 from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, version_from_meta
 from hpctui.sources.slurm.parse.values import _SENTINELS, IntLike, Num, epoch, minutes, num, text
+from hpctui.validate import (
+    COUNT,
+    DCGM_INT32_BLANK,
+    EPOCH_S,
+    SLURM_JOB_BOUNDS,
+    SMALL_ENUM,
+    UINT32,
+    Bounds,
+    Drops,
+    checked,
+    show_value,
+)
 
 OnInvalid = Callable[[str], None]
 
@@ -156,8 +168,14 @@ def _array_ids(j: _Job) -> tuple[int | None, int | None, str | None]:
     return array_job, task, task_str
 
 
-def to_job(j: _Job, where: str) -> SlurmJob:
+def to_job(j: _Job, where: str, drops: Drops | None = None) -> SlurmJob:
+    """The reference conversion of one job (the :class:`Converter` must give the same): values
+    outside :data:`~hpctui.validate.SLURM_JOB_BOUNDS` are None, recorded in ``drops``."""
+    if not 0 <= j.job_id <= UINT32.hi:
+        raise SlurmParseError(f"job id {show_value(j.job_id)} out of range at {where}.job_id")
     node_count = num(j.node_count)
+    if node_count is not None and not COUNT.ok(node_count):
+        node_count = None  # as the converter: GPUs per node × an absurd node count is no total
     code, sig = decode_exit_obj(j.exit_code)
     array_job, task, task_str = _array_ids(j)
     nodes = text(j.nodes)
@@ -166,7 +184,7 @@ def to_job(j: _Job, where: str) -> SlurmJob:
             expand_cached(nodes)
         except HostlistError as exc:
             raise SlurmParseError(f"{exc} at {where}.nodes") from exc
-    return SlurmJob(
+    return checked(SlurmJob(
         job_id=j.job_id,
         array_job_id=array_job,
         array_task_id=task,
@@ -192,7 +210,7 @@ def to_job(j: _Job, where: str) -> SlurmJob:
         batch=j.batch_flag,
         requeueable=j.requeue,
         priority=num(j.priority),
-    )
+    ), SLURM_JOB_BOUNDS, drops if drops is not None else Drops(), f"job {j.job_id}")
 
 
 class _JobsEnvelope(msgspec.Struct, kw_only=True, gc=False):
@@ -228,19 +246,12 @@ class _TresCache(dict[str | None, int | None]):
         return value
 
 
-def _num(value: int | Num | None) -> int | None:
-    """:func:`num` with a fast path for the plain ints of v0.0.36–38."""
-    if type(value) is int:
-        return None if value < 0 or value in _SENTINELS else value
-    return num(value)
-
-
 def _convert(
-    jobs: Iterable[_Job], include_finished: bool, on_invalid: OnInvalid | None
+    jobs: Iterable[_Job], include_finished: bool, on_invalid: OnInvalid | None, drops: Drops | None = None
 ) -> list[SlurmJob]:
     """The loop body of :func:`to_job`, inlined, with per-parse caches by value."""
     out: list[SlurmJob] = []
-    Converter(include_finished, on_invalid).run(jobs, out)
+    Converter(include_finished, on_invalid, drops).run(jobs, out)
     return out
 
 
@@ -256,11 +267,20 @@ class Converter:
     states, exit codes and gres pairings are computed once per distinct value, the
     ``$.jobs[i]`` location is only formatted for an error, finished jobs are dropped
     before anything else is converted.
+
+    Numbers are checked against :data:`~hpctui.validate.SLURM_JOB_BOUNDS` at no cost for a
+    plausible job: the inlined fast path for a plain int is one range comparison that leaves out
+    Slurm's sentinels (NO_VAL16 0xfffe and up); anything else goes to :meth:`_slow`, which gives
+    None for a sentinel and None, recorded in ``drops``, for a value outside its field's bounds
+    (a negative count, 10**300 nodes). ``flagged``: the decoded jobs that had one (a streaming
+    reader decodes them again next time, so that the warning stays while the value is bad).
     """
 
-    def __init__(self, include_finished: bool, on_invalid: OnInvalid | None) -> None:
+    def __init__(self, include_finished: bool, on_invalid: OnInvalid | None, drops: Drops | None = None) -> None:
         self.include_finished = include_finished
         self.on_invalid = on_invalid
+        self.drops = drops if drops is not None else Drops()
+        self.flagged: list[_Job] = []
         self.texts = _TextCache()
         self.states: dict[str | tuple[str, ...], str] = {}
         self.exits: dict[int, tuple[int | None, int | None]] = {}
@@ -277,13 +297,57 @@ class Converter:
         :data:`FINISHED` for a finished job that is dropped, or None for an invalid one."""
         self._run(jobs, out, True)
 
+    def _slow(self, value: int | Num | None, bounds: Bounds, field: str, j: _Job) -> int | None:
+        """A number the fast path did not take: unset, infinite or a sentinel → None; outside
+        ``bounds`` → None, recorded (field and job) in ``drops``; else the plain int. A wrapper
+        of v0.0.39+ holding a small count is taken here at the cost of the inline check."""
+        if type(value) is Num:
+            if not value.set or value.infinite or value.number is None:
+                return None
+            value = value.number  # type: ignore[assignment]
+            if type(value) is int and 0 <= value < 0xFFFE:
+                return value
+        elif value is None:
+            return None
+        return self._check(value, bounds, field, j)  # type: ignore[arg-type]
+
+    def _slow_epoch(self, value: int | Num | None, field: str, j: _Job) -> float | None:
+        """:func:`epoch` for a value the fast path did not take (see :meth:`_slow`)."""
+        if type(value) is Num:
+            if not value.set or value.infinite or value.number is None:
+                return None
+            value = value.number  # type: ignore[assignment]
+            if type(value) is int and (0xFFFF < value < 0xFFFFFFFE or value == 0):
+                return float(value) if value else None
+        elif value is None:
+            return None
+        iv = self._check(value, EPOCH_S, field, j)  # type: ignore[arg-type]
+        return float(iv) if iv else None
+
+    def _check(self, value: float, bounds: Bounds, field: str, j: _Job) -> int | None:
+        """A plain number: a sentinel → None; outside ``bounds`` → None, recorded; else the int."""
+        iv = int(value)
+        if iv in _SENTINELS:
+            return None
+        if bounds.ok(iv):
+            return iv
+        self.drops.value(field, value, f"job {j.job_id}")
+        self.flagged.append(j)
+        return None
+
+    def _slow_exit(self, pair: tuple[int | None, int | None], j: _Job) -> tuple[int | None, int | None]:
+        """An exit code/signal pair from a v0.0.39+ object, each checked (see :meth:`_slow`)."""
+        return (self._slow(pair[0], SMALL_ENUM, "exit_code", j), self._slow(pair[1], SMALL_ENUM, "exit_signal", j))
+
     def _run(self, jobs: Iterable[tuple[int, _Job]], out: list[SlurmJob | None], marks: bool) -> None:
-        # Hot loop (~100k jobs): plain ints (v0.0.36-38) take an inlined form of _num/epoch
-        # ("int, not negative, not a sentinel"); anything else goes through _num.
+        # Hot loop (~100k jobs): a plain int (v0.0.36-38) takes an inlined check, one range
+        # comparison per field that leaves out every sentinel: 0 <= v < 0xfffe (NO_VAL16) for
+        # counts, also 0xffff < v < 0xfffffffe (NO_VAL) for 32-bit fields; anything else (Num
+        # wrappers of v0.0.39+, sentinels, implausible values) goes through _slow.
         texts, states, exits, allocs, tres = self.texts, self.states, self.exits, self.allocs, self.tres
         include_finished, on_invalid = self.include_finished, self.on_invalid
         live = LIVE_JOB_STATES
-        sentinels = _SENTINELS
+        slow, slow_epoch = self._slow, self._slow_epoch
         append = out.append
         for i, j in jobs:
             raw_state = j.job_state
@@ -294,6 +358,14 @@ class Converter:
             if not include_finished and state not in live:
                 if marks:
                     append(FINISHED)
+                continue
+            if not 0 <= j.job_id <= 0xFFFFFFFF:  # no job id (uint32): the record is unreadable
+                msg = f"job id {show_value(j.job_id)} out of range at $.jobs[{i}].job_id"
+                if on_invalid is None:
+                    raise SlurmParseError(f"slurm jobs JSON: {msg}")
+                on_invalid(msg)
+                if marks:
+                    append(None)
                 continue
             raw = j.nodes
             nodes = texts[raw] if raw in texts else texts.__missing__(raw)
@@ -326,21 +398,27 @@ class Converter:
                     pair = exits[exit_code] = decode_exit_obj(exit_code)
             else:
                 pair = decode_exit_obj(exit_code)
+                if (pair[0] or 0) > 255 or (pair[1] or 0) > 255:
+                    pair = self._slow_exit(pair, j)
             v = j.array_job_id
-            array_job = (v if type(v) is int and v >= 0 and v not in sentinels else _num(v)) or None  # 0: no array
+            array_job = (v if type(v) is int and (0 <= v < 0xFFFE or 0xFFFF < v < 0xFFFFFFFE)
+                         else slow(v, UINT32, "array_job_id", j)) or None  # 0: no array
             if array_job is None:
                 task = task_str = None
             else:
                 v = j.array_task_id
-                task = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+                task = (v if type(v) is int and (0 <= v < 0xFFFE or 0xFFFF < v < 0xFFFFFFFE)
+                        else slow(v, UINT32, "array_task_id", j))
                 raw = j.array_task_string
                 task_str = texts[raw] if raw in texts else texts.__missing__(raw)
             v = j.node_count
-            node_count = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+            node_count = v if type(v) is int and 0 <= v < 0xFFFE else slow(v, COUNT, "num_nodes", j)
             raw = j.tres_req_str
             gpus = tres[raw] if raw in tres else tres.__missing__(raw)  # the TRES total, when there is one
             if gpus is None:
                 gpus = requested_gpus(raw, j.tres_per_job, j.tres_per_node, node_count)
+            if gpus is not None and gpus >= DCGM_INT32_BLANK:  # digits only, never negative; COUNT refuses from here
+                gpus = slow(gpus, COUNT, "gpus_requested", j)
             raw = j.name
             name = texts[raw] if raw in texts else texts.__missing__(raw)
             raw = j.user_name
@@ -375,16 +453,21 @@ class Converter:
                 gpus_requested=gpus,
                 gpus_alloc=alloc,
             )
+            # epochs: 0 (not known) or past 0xffff and below NO_VAL; the rest (sentinels, 2**32 and up) slow
             v = j.submit_time
-            submit = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            submit = ((float(v) if v else None) if type(v) is int and (0xFFFF < v < 0xFFFFFFFE or v == 0)
+                      else slow_epoch(v, "submit_time", j))
             v = j.start_time
-            start = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            start = ((float(v) if v else None) if type(v) is int and (0xFFFF < v < 0xFFFFFFFE or v == 0)
+                     else slow_epoch(v, "start_time", j))
             v = j.end_time
-            end = (float(v) if v else None) if type(v) is int and v >= 0 and v not in sentinels else epoch(v)
+            end = ((float(v) if v else None) if type(v) is int and (0xFFFF < v < 0xFFFFFFFE or v == 0)
+                   else slow_epoch(v, "end_time", j))
             v = j.time_limit
-            limit = (v or None) if type(v) is int and v >= 0 and v not in sentinels else minutes(v)
+            limit = ((v if type(v) is int and (0 <= v < 0xFFFE or 0xFFFF < v < 0xFFFFFFFE)
+                      else slow(v, UINT32, "time_limit_min", j)) or None)
             v = j.restart_cnt
-            restarts = v if type(v) is int and v >= 0 and v not in sentinels else _num(v)
+            restarts = v if type(v) is int and 0 <= v < 0xFFFE else slow(v, COUNT, "restart_count", j)
             v = j.priority
             append(
                 _replace(
@@ -398,7 +481,8 @@ class Converter:
                     restart_count=restarts,
                     batch=j.batch_flag,
                     requeueable=j.requeue,
-                    priority=v if type(v) is int and v >= 0 and v not in sentinels else _num(v),
+                    priority=(v if type(v) is int and (0 <= v < 0xFFFE or 0xFFFF < v < 0xFFFFFFFE)
+                              else slow(v, UINT32, "priority", j)),
                 )
             )
 
@@ -419,11 +503,13 @@ def parse_jobs_json(
     *,
     include_finished: bool = False,
     on_invalid: OnInvalid | None = None,
+    drops: Drops | None = None,
 ) -> tuple[SlurmJob, ...]:
     """``squeue --json`` or REST ``GET /slurm/vX/jobs`` → live jobs (see LIVE_JOB_STATES).
 
     A job whose node list is not a valid hostlist raises SlurmParseError, or — with
-    ``on_invalid`` — is dropped and reported through the callback.
+    ``on_invalid`` — is dropped and reported through the callback. A number outside its
+    field's plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``.
 
     Big queues (100k jobs, ~300 MB): the envelope is decoded with each job left raw,
     then jobs are decoded and converted one by one, so decoded jobs never pile up; the
@@ -432,16 +518,17 @@ def parse_jobs_json(
     """
     check_version(version)
     try:
-        return _parse_jobs_json(data, version, include_finished, on_invalid)
+        return _parse_jobs_json(data, version, include_finished, on_invalid, drops)
     except SlurmParseError:
         repaired = repair_json(data)  # invalid UTF-8 in one job name: one odd char, not the document
         if repaired is None:
             raise
-        return _parse_jobs_json(repaired, version, include_finished, on_invalid)
+        return _parse_jobs_json(repaired, version, include_finished, on_invalid, drops)
 
 
 def _parse_jobs_json(
-    data: bytes | str, version: str | None, include_finished: bool, on_invalid: OnInvalid | None
+    data: bytes | str, version: str | None, include_finished: bool, on_invalid: OnInvalid | None,
+    drops: Drops | None = None,
 ) -> tuple[SlurmJob, ...]:
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -457,7 +544,7 @@ def _parse_jobs_json(
             _validate_jobs(data, env.jobs)  # a malformed job was reported first before
             raise
         try:
-            out = _convert(map(_job_decoder.decode, env.jobs), include_finished, on_invalid)
+            out = _convert(map(_job_decoder.decode, env.jobs), include_finished, on_invalid, drops)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise _decode_error(data, exc) from exc
         return tuple(out)

@@ -50,6 +50,7 @@ from hpctui.sources.slurm.parse.jobs import (
 )
 from hpctui.sources.slurm.parse.nodes import _raise_on_errors
 from hpctui.sources.slurm.parse.rest_versions import check_version, version_from_meta
+from hpctui.validate import Drops
 
 # The jobs array of a pretty document: the key at the top level's indent, then the first
 # job's opening brace, whose indent the jobs' closing braces repeat.
@@ -97,11 +98,12 @@ class JobsStream:
     """
 
     def __init__(self, reuse: JobReuse | None = None, *, include_finished: bool = False,
-                 on_invalid: OnInvalid | None = None) -> None:
+                 on_invalid: OnInvalid | None = None, drops: Drops | None = None) -> None:
         self.reuse = reuse
         self.include_finished = include_finished
         self.on_invalid = on_invalid
-        self._convert = Converter(include_finished, on_invalid)
+        self.drops = drops  # implausible numbers (None, recorded): see Converter
+        self._convert = Converter(include_finished, on_invalid, drops)
         self._buf = b""
         self._whole: list[bytes] = []  # the document, kept whole when it is not Slurm's pretty shape
         self._head = b""  # the document up to the jobs array's "[" (meta, errors)
@@ -342,18 +344,21 @@ class JobsStream:
         self._convert.run_marked([(at, job) for _, at, job in pending], out)
         slots, reused = self.jobs, self._reused
         track = self.reuse is not None
-        for (slot, at, _), job in zip(pending, out, strict=True):
+        flagged = self._convert.flagged
+        bad = {id(j) for j in flagged} if flagged else ()
+        flagged.clear()
+        for (slot, at, decoded), job in zip(pending, out, strict=True):
             if job is not FINISHED:
                 slots[slot] = job
-            if track:  # an invalid job stays None: decoded (and reported) again next time
-                reused[at] = job
+            if track:  # an invalid job, or one with an implausible value, stays None: decoded
+                reused[at] = None if bad and id(decoded) in bad else job  # (and reported) again next time
 
     # -- end ------------------------------------------------------------------------
     def finish(self) -> tuple[SlurmJob, ...]:
         """The live jobs; raises SlurmParseError if the document was cut or reports errors."""
         if self._state in ("head", "whole"):
             return parse_jobs_json(b"".join((self._buf, *self._whole)), include_finished=self.include_finished,
-                                   on_invalid=self.on_invalid)
+                                   on_invalid=self.on_invalid, drops=self.drops)
         if self._state == "jobs":
             raise SlurmParseError("slurm jobs JSON: the document ends inside the jobs array")
         envelope = self._head + self._buf  # "[" + "]}" : the jobs array left empty
@@ -391,9 +396,9 @@ def _decode_one(piece: memoryview, at: int) -> _Job:
 
 
 def parse_jobs_stream(chunks: list[bytes] | tuple[bytes, ...], reuse: JobReuse | None = None, *,
-                      on_invalid: OnInvalid | None = None) -> tuple[SlurmJob, ...]:
+                      on_invalid: OnInvalid | None = None, drops: Drops | None = None) -> tuple[SlurmJob, ...]:
     """The whole stream at once (tests, benchmarks): ``feed`` each chunk, then ``finish``."""
-    stream = JobsStream(reuse, on_invalid=on_invalid)
+    stream = JobsStream(reuse, on_invalid=on_invalid, drops=drops)
     for chunk in chunks:
         stream.feed(chunk)
     return stream.finish()

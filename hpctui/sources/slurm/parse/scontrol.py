@@ -30,7 +30,7 @@ from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
 from hpctui.sources.slurm.parse.nodes import checked_node
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import parse_cli_time, parse_duration_min, split_list, text, to_int
-from hpctui.validate import Drops
+from hpctui.validate import SLURM_JOB_BOUNDS, Drops, checked
 
 _NODE_KEYS = [
     "NodeName",
@@ -311,11 +311,13 @@ def _array_task(value: str | None) -> tuple[int | None, str | None]:
 
 
 def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
-                        on_invalid: OnInvalid | None = None) -> tuple[SlurmJob, ...]:
+                        on_invalid: OnInvalid | None = None, drops: Drops | None = None) -> tuple[SlurmJob, ...]:
     """``scontrol -o [-d] show jobs`` → live jobs (same state filter as parse_jobs_json).
 
     A job name holding a newline splits its line: with ``on_invalid`` the fragments that
-    cannot be read are dropped and reported instead of failing the whole document."""
+    cannot be read are dropped and reported instead of failing the whole document. A number
+    outside its field's plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, in ``drops``."""
+    drops = drops if drops is not None else Drops()
     out: list[SlurmJob] = []
     for lineno, line in enumerate(_lines(text_in), 1):
         if line.startswith("No jobs in the system"):
@@ -323,7 +325,7 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
         pairs = split_pairs(line, _JOB_SPLIT)
         d = dict(pairs)
         job_id = to_int(d.get("JobId"))
-        if job_id is None or "JobState" not in d:
+        if job_id is None or not 0 <= job_id <= 0xFFFFFFFF or "JobState" not in d:
             _invalid(f"scontrol jobs: line {lineno} lacks JobId= or JobState=: {line[:60]!r}", on_invalid)
             continue
         state = job_display_state(d["JobState"])
@@ -359,7 +361,7 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
             gpus_req = per_node * (num_nodes or 1)
         code, sig = decode_exit_pair(d.get("ExitCode"))
         reason = text(d.get("Reason"))
-        out.append(
+        out.append(checked(
             SlurmJob(
                 job_id=job_id,
                 array_job_id=array_job,
@@ -386,8 +388,7 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
                 batch=_flag(d.get("BatchFlag")),
                 requeueable=_flag(d.get("Requeue")),
                 priority=to_int(d.get("Priority")),
-            )
-        )
+            ), SLURM_JOB_BOUNDS, drops, f"job {job_id}"))
     return tuple(out)
 
 

@@ -27,6 +27,7 @@ from hpctui.sources.slurm.parse.values import (
     text,
     to_int,
 )
+from hpctui.validate import SLURM_JOB_BOUNDS, Drops, checked
 
 SEP = "\x1f"
 
@@ -109,11 +110,13 @@ def parse_sinfo_text(text_in: str, sep: str = SEP, *, on_invalid: OnInvalid | No
 
 
 def parse_squeue_text(text_in: str, sep: str = SEP, *, include_finished: bool = False,
-                      on_invalid: OnInvalid | None = None) -> tuple[SlurmJob, ...]:
+                      on_invalid: OnInvalid | None = None, drops: Drops | None = None) -> tuple[SlurmJob, ...]:
     """``squeue -h -t all -o SQUEUE_FORMAT`` → live jobs. No exit codes, no GPU indices.
 
     With ``on_invalid``, a record that cannot be read (wrong width, bad id or node list)
-    is dropped and reported; without it, SlurmParseError."""
+    is dropped and reported; without it, SlurmParseError. A number outside its field's
+    plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``."""
+    drops = drops if drops is not None else Drops()
     out: list[SlurmJob] = []
     for cols in _rows(text_in, sep, len(SQUEUE_FIELDS), "squeue text", on_invalid):
         try:
@@ -124,7 +127,7 @@ def parse_squeue_text(text_in: str, sep: str = SEP, *, include_finished: bool = 
             on_invalid(str(exc))
             continue
         if job is not None:
-            out.append(job)
+            out.append(checked(job, SLURM_JOB_BOUNDS, drops, f"job {job.job_id}"))
     return tuple(out)
 
 
@@ -133,8 +136,8 @@ def _squeue_job(cols: list[str], include_finished: bool) -> SlurmJob | None:
     (_disp, job_id_s, array_job_s, task_s, part, name, user, account, qos, state_s, reason, _used, limit,
      nnodes, _cpus, nodes, tres_pn, start, submit, prio) = (c.strip() for c in cols)
     job_id = to_int(job_id_s)
-    if job_id is None:
-        raise SlurmParseError(f"squeue text: bad job id {job_id_s!r}")
+    if job_id is None or not 0 <= job_id <= 0xFFFFFFFF:
+        raise SlurmParseError(f"squeue text: bad job id {job_id_s[:40]!r}")
     state = job_display_state(state_s)
     if not include_finished and state not in LIVE_JOB_STATES:
         return None
