@@ -165,7 +165,7 @@ def test_runtime_accounting(alab: SlurmLab, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def plain_lab(slurm_lab: SlurmLab) -> Iterator[SlurmLab]:
     """A second, real bed without accounting (SLURMLAB_ACCOUNTING=0; ~0.5 s up, ~1.5 s down)."""
-    lab = SlurmLab()
+    lab = type(slurm_lab)()  # the same Slurm version as the session bed
     lab.env["SLURMLAB_ACCOUNTING"] = "0"
     try:
         lab.start()

@@ -58,6 +58,8 @@ def pick_port_offset() -> int:
 
 
 class SlurmLab:
+    version = "22.05"  # Debian 12's slurm-wlm on the host; see ../slurm2411 for 24.11
+
     def __init__(self, lab_dir: str | None = None) -> None:
         self.own_dir = lab_dir is None
         self.dir = Path(lab_dir or tempfile.mkdtemp(prefix="hpctui-slurmlab-"))
