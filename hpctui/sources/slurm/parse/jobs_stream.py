@@ -395,7 +395,13 @@ class JobsStream:
         body = rest.lstrip()
         if self._after_job and body.startswith(b","):
             body = body[1:]
-        tail = parse_jobs_json(self._head + body, include_finished=self.include_finished, on_invalid=self.on_invalid)
+        try:
+            tail = parse_jobs_json(self._head + body, include_finished=self.include_finished,
+                                   on_invalid=self.on_invalid)
+        except SlurmParseError as exc:
+            if self._state == "jobs":  # the layout held; the bytes stop before the array does
+                raise SlurmParseError("slurm jobs JSON: the document ends inside the jobs array") from exc
+            raise
         if self.reuse is not None:
             self.reuse.replace(self._lengths, self._sigs, self._reused)
             self._lengths, self._sigs, self._reused = [], [], []
