@@ -80,6 +80,7 @@ class Slurm2411Lab(SlurmLab):
     """:class:`SlurmLab` for the chroot'd 24.11 daemons (same nodes, partitions, ports scheme)."""
 
     version = "24.11"
+    rest_version = "v0.0.42"  # openapi/slurmctld serves v0.0.40, v0.0.41, v0.0.42
 
     def __init__(self, lab_dir: str | None = None) -> None:
         super().__init__(lab_dir)
@@ -143,6 +144,10 @@ class Slurm2411Lab(SlurmLab):
                 except OSError:
                     continue
         return out
+
+    def as_user(self, user: str, gid: int, argv: list[bytes]) -> list[bytes]:
+        """Enter the namespace as root, then drop to ``user`` inside (nsenter needs root)."""
+        return [*(a.encode() for a in self._enter()), *super().as_user(user, gid, [b"/usr/bin/" + argv[0], *argv[1:]])]
 
     # -- lifecycle (overrides) ------------------------------------------------------
     def script(self, action: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
