@@ -27,9 +27,8 @@ IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 @pytest.fixture()
 def alab(lab: SlurmLab) -> SlurmLab:
     """The reset session bed, which must have accounting (CI installs slurmdbd + mariadb-server)."""
-    if lab.version == "24.11":
-        pytest.skip("accounting is proven on 22.05 only: Debian 13's slurmdbd 24.11.5 cannot start "
-                    "against its MariaDB 11.8 (tests/testbed/slurm2411/slurm2411lab.py)")
+    if lab.no_accounting:
+        pytest.skip(lab.no_accounting)
     if not lab.accounting:
         why = ("the bed runs without accounting: install slurmdbd and mariadb-server (.ci/slurm-deps.sh)"
                if not accounting_installed() else "the bed was started with SLURMLAB_ACCOUNTING=0")

@@ -60,6 +60,7 @@ def pick_port_offset() -> int:
 class SlurmLab:
     version = "22.05"  # Debian 12's slurm-wlm on the host; see ../slurm2411 for 24.11
     rest_version = "v0.0.38"  # the newest data_parser its slurmrestd serves (what hpctui picks)
+    no_accounting: str | None = None  # why this Slurm version's bed never has accounting
 
     def __init__(self, lab_dir: str | None = None) -> None:
         self.own_dir = lab_dir is None

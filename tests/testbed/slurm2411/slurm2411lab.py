@@ -81,6 +81,8 @@ class Slurm2411Lab(SlurmLab):
 
     version = "24.11"
     rest_version = "v0.0.42"  # openapi/slurmctld serves v0.0.40, v0.0.41, v0.0.42
+    no_accounting = ("accounting is proven on 22.05 only: Debian 13's slurmdbd 24.11.5 cannot start "
+                     "against its MariaDB 11.8 (tests/testbed/slurm2411/slurm2411lab.py)")
 
     def __init__(self, lab_dir: str | None = None) -> None:
         super().__init__(lab_dir)
