@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-TESTBED = Path(__file__).resolve().parents[1] / "testbed"
-sys.path.insert(0, str(TESTBED / "slurm"))
-sys.path.insert(0, str(TESTBED / "slurm2411"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "slurm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "slurm2411"))
 
 from slurm2411lab import Slurm2411Lab, slurm2411_installed
 from slurmlab import SlurmLab, slurm_installed

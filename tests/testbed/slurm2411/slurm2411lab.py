@@ -111,7 +111,7 @@ class Slurm2411Lab(SlurmLab):
                 err = self.holder.stderr.read().decode(errors="replace") if self.holder.stderr else ""
                 raise RuntimeError(f"Slurm 24.11 namespace holder failed: {err.strip()}")
             try:
-                if os.readlink(f"/proc/{self.holder.pid}/root") == marker:
+                if str(Path(f"/proc/{self.holder.pid}/root").readlink()) == marker:
                     break
             except OSError:
                 pass
@@ -134,14 +134,14 @@ class Slurm2411Lab(SlurmLab):
         if self.holder is None:
             return []
         try:
-            ns = os.readlink(f"/proc/{self.holder.pid}/ns/mnt")
+            ns = Path(f"/proc/{self.holder.pid}/ns/mnt").readlink()
         except OSError:
             return []
         out = []
         for p in Path("/proc").iterdir():
             if p.name.isdigit() and int(p.name) != self.holder.pid:
                 try:
-                    if os.readlink(p / "ns" / "mnt") == ns:
+                    if (p / "ns" / "mnt").readlink() == ns:
                         out.append(int(p.name))
                 except OSError:
                     continue
