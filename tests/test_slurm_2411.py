@@ -196,3 +196,24 @@ def test_jobs_stream_still_reports_a_cut_document() -> None:
     data = raw(SQUEUE)
     with pytest.raises(SlurmParseError, match="slurm jobs JSON"):
         parse_jobs_stream([data[: len(data) // 2]])
+
+
+def test_cli_stops_asking_for_json_in_a_refused_version(tmp_path: Path) -> None:
+    """A document in a version this code refuses (older than any known) will not change on the
+    next refresh: the source says so once and reads the text forms from then on."""
+    old = tmp_path / "squeue.json"
+    old.write_bytes(_bumped(SQUEUE, "v0.0.35"))
+    log = fake_2411(tmp_path, old)
+    tool(tmp_path, "squeue", f'echo "squeue $*" >> {log}; [ "$1" = --json ] && cat {old}; exit 0')
+
+    async def go() -> None:
+        src = build_slurm_source(SlurmSettings(backend="cli", bin_dir=str(tmp_path)))
+        await src.collect()
+        said = [w for w in src.warnings if "not asked for again" in w]
+        assert len(said) == 1 and "v0.0.35" in said[0], src.warnings
+        log.write_text("")
+        await src.collect()
+        assert not any("v0.0.35" in w for w in src.warnings), src.warnings
+        assert "squeue --json" not in log.read_text().splitlines()
+
+    asyncio.run(go())
