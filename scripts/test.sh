@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The one test command (README): installs what the suite needs, then runs pytest.
-# System packages (real Slurm daemons, munge, slurmrestd) need root on Debian 12;
+# System packages (real Slurm daemons, munge, slurmrestd) need root on Debian 12 (Slurm 24.11:
+# a Debian 13 chroot, built once and cached outside the checkout);
 # the test bed itself is started and stopped by the test fixtures, by pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     bash .ci/slurm-deps.sh
+    bash .ci/slurm2411-deps.sh
     bash .ci/k8s-deps.sh
     bash .ci/ssh-deps.sh
     bash .ci/prom-deps.sh

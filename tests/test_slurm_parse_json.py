@@ -177,8 +177,10 @@ def test_malformed_inputs() -> None:
 
 def test_unknown_version() -> None:
     doc = json.loads(raw("rest_v0.0.38_nodes.json"))
-    doc["meta"]["plugin"]["type"] = "openapi/v0.0.99"
-    with pytest.raises(SlurmParseError, match=r"unsupported Slurm REST version v0\.0\.99"):
+    doc["meta"]["plugin"]["type"] = "openapi/v0.0.99"  # newer than any known: read as the newest
+    assert parse_nodes_json(json.dumps(doc).encode()) == parse_nodes_json(raw("rest_v0.0.38_nodes.json"))
+    doc["meta"]["plugin"]["type"] = "openapi/v0.0.35"  # older than any known: refused
+    with pytest.raises(SlurmParseError, match=r"unsupported Slurm REST version v0\.0\.35"):
         parse_nodes_json(json.dumps(doc).encode())
     with pytest.raises(SlurmParseError, match="unsupported"):
         parse_jobs_json(raw("cli_squeue.json"), version="v0.0.35")

@@ -25,6 +25,9 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def settings(lab: SlurmLab, backend: str, **kw: Any) -> SlurmSettings:
     base: dict[str, Any] = {"slurm_conf": lab.slurm_conf, "timeout_s": 8.0}
+    bin_dir = getattr(lab, "bin_dir", None)  # the 24.11 bed's tools are wrappers into its chroot
+    if bin_dir is not None:
+        base["bin_dir"] = str(bin_dir)
     if backend == "cli":
         base["backend"] = "cli"
     elif backend == "rest-unix":

@@ -27,6 +27,8 @@ IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 @pytest.fixture()
 def alab(lab: SlurmLab) -> SlurmLab:
     """The reset session bed, which must have accounting (CI installs slurmdbd + mariadb-server)."""
+    if lab.no_accounting:
+        pytest.skip(lab.no_accounting)
     if not lab.accounting:
         why = ("the bed runs without accounting: install slurmdbd and mariadb-server (.ci/slurm-deps.sh)"
                if not accounting_installed() else "the bed was started with SLURMLAB_ACCOUNTING=0")
@@ -165,7 +167,7 @@ def test_runtime_accounting(alab: SlurmLab, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def plain_lab(slurm_lab: SlurmLab) -> Iterator[SlurmLab]:
     """A second, real bed without accounting (SLURMLAB_ACCOUNTING=0; ~0.5 s up, ~1.5 s down)."""
-    lab = SlurmLab()
+    lab = type(slurm_lab)()  # the same Slurm version as the session bed
     lab.env["SLURMLAB_ACCOUNTING"] = "0"
     try:
         lab.start()

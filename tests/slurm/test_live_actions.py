@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+from typing import Any
+
 import pytest
 from slurm_helpers import act, job, nodes, poll, run, snapshot, source
 from slurmlab import SlurmLab
@@ -84,7 +88,7 @@ def test_hold_release_cancel(lab: SlurmLab, backend: str) -> None:
         try:
             plan, results = await act(src, ActionKind.HOLD_JOBS, (waiting,))
             if backend == "rest-unix":
-                assert plan.commands == (f'POST /slurm/v0.0.38/job/{waiting} {{"hold": true}}',)
+                assert plan.commands == (f'POST /slurm/{lab.rest_version}/job/{waiting} {{"hold": true}}',)
             assert results[0].ok, results
             await poll(src, lambda r: job(r, waiting).reason == "JobHeldAdmin")
             _, results = await act(src, ActionKind.RELEASE_JOBS, (waiting,))
@@ -142,19 +146,63 @@ def test_pending_array_remainder_hold_release_cancel(lab: SlurmLab) -> None:
     run(go())
 
 
-def test_rest_v0038_drain_falls_back_to_cli_and_says_so(lab: SlurmLab) -> None:
+def test_rest_drain_per_version_and_requeue_falls_back_to_cli(lab: SlurmLab) -> None:
+    """22.05's v0.0.38 has no node update (the CLI drains, and says so); 24.11's v0.0.42 drains
+    with POST node/{name}. Neither has a requeue (see test_rest_cannot_requeue_on_24_11)."""
     async def go() -> None:
         src = source(lab, "rest-unix")
         try:
             plan, results = await act(src, ActionKind.DRAIN_NODES, ("cpu[01-02]",), {"reason": "maint"})
             assert plan.targets == ("cpu01", "cpu02")
-            assert plan.commands == ("scontrol update 'NodeName=cpu[01-02]' State=DRAIN Reason=maint",)
-            assert any("v0.0.38 cannot drain" in n for n in plan.notes)
+            if lab.version == "22.05":
+                assert plan.commands == ("scontrol update 'NodeName=cpu[01-02]' State=DRAIN Reason=maint",)
+                assert any("v0.0.38 cannot drain" in n for n in plan.notes)
+            else:
+                assert plan.commands == tuple(f'POST /slurm/{lab.rest_version}/node/{n} '
+                                              '{"state": ["DRAIN"], "reason": "maint"}' for n in ("cpu01", "cpu02"))
+                assert not any("cannot drain" in n for n in plan.notes)
             assert all(r.ok for r in results)
             await poll(src, lambda r: all(nodes(r)[n].display_state == "DRAINED" for n in ("cpu01", "cpu02")))
             _, snap = await snapshot(src)
             plan = src.plan(ActionKind.REQUEUE_JOBS, (), {}, snap)
-            assert any("cannot requeue" in n for n in plan.notes)
+            assert any(f"slurmrestd {lab.rest_version} cannot requeue" in n for n in plan.notes)
+        finally:
+            await src.close()
+
+    run(go())
+
+
+def _rest_post(lab: SlurmLab, path: str, body: dict[str, object]) -> dict[str, Any]:
+    res = subprocess.run(["curl", "-s", "-X", "POST", "--unix-socket", lab.rest_socket, "-H",
+                          "Content-Type: application/json", "-d", json.dumps(body), f"http://localhost{path}"],
+                         capture_output=True, text=True, timeout=30, check=True)
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def test_rest_cannot_requeue_on_24_11(lab: SlurmLab) -> None:
+    """What 24.11's data_parsers can do for a requeue (issue #21): none of v0.0.40-42 has one
+    (POST job/{id} takes a job description; v0.0.41/42 say they ignore ``requeue``, and the job
+    keeps running). So the REST source requeues with scontrol, says why, and it happens."""
+    if lab.version != "24.11":
+        pytest.skip("22.05's v0.0.38 has no requeue either: its note is checked in the drain test")
+    jid = lab.sbatch("-p", "cpu", "-n", "1", "-J", "to-requeue")
+    lab.wait_state(jid, "RUNNING")
+    for v in ("v0.0.41", "v0.0.42"):
+        answer = _rest_post(lab, f"/slurm/{v}/job/{jid}", {"job": {"requeue": True}})
+        assert any('Ignoring unknown field "requeue"' in w.get("description", "")
+                   for w in answer.get("warnings", [])), answer
+    assert lab.state(jid) == "RUNNING"
+
+    async def go() -> None:
+        src = source(lab, "rest-unix")
+        try:
+            plan, results = await act(src, ActionKind.REQUEUE_JOBS, (jid,))
+            assert plan.commands == (f"scontrol requeue {jid}",)
+            assert any("slurmrestd v0.0.42 cannot requeue" in n for n in plan.notes), plan.notes
+            assert results[0].ok, results
+            r = await poll(src, lambda r: job(r, jid) is not None and job(r, jid).restart_count == 1)
+            assert job(r, jid).state in ("PENDING", "REQUEUED", "COMPLETING", "RUNNING")
         finally:
             await src.close()
 

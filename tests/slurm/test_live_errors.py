@@ -90,6 +90,9 @@ def test_rest_http_500_for_unknown_job_is_a_per_target_error(lab: SlurmLab) -> N
             await src.collect()
             assert src.rest is not None
             results = await src.rest.act(ActionKind.CANCEL_JOBS, ("999999",), {})
+            if lab.version == "24.11":  # DELETE job/999999 answers HTTP 200, no errors (v0.0.40-42)
+                assert results[0].ok and "verified: gone" in results[0].message, results
+                return
             assert not results[0].ok
             assert "HTTP 500" in results[0].message and "Invalid job id specified" in results[0].message
         finally:
@@ -98,11 +101,18 @@ def test_rest_http_500_for_unknown_job_is_a_per_target_error(lab: SlurmLab) -> N
     run(go())
 
 
+UNSERVED = {"22.05": "v0.0.41", "24.11": "v0.0.39"}  # a version the bed's slurmrestd does not serve
+
+
 @pytest.mark.parametrize(("version", "match"), [
     ("v0.0.99", "unsupported Slurm REST version v0.0.99"),
-    ("v0.0.41", "slurmrestd does not serve /slurm/v0.0.41/"),
+    ("unserved", "slurmrestd does not serve /slurm/{v}/"),
 ])
 def test_unknown_rest_version(lab: SlurmLab, version: str, match: str) -> None:
+    if version == "unserved":
+        version = UNSERVED[lab.version]
+        match = match.format(v=version)
+
     async def go() -> None:
         src = source(lab, "rest-unix", rest_version=version)
         try:

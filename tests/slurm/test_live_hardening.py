@@ -48,9 +48,8 @@ def _unprivileged(lab: SlurmLab) -> tuple[str, int, int]:  # (name, uid, gid)
 
 
 def _submit_as(lab: SlurmLab, user: str, gid: int, name: bytes) -> str:
-    argv = [b"setpriv", f"--reuid={user}".encode(), f"--regid={gid}".encode(), b"--clear-groups", b"sbatch",
-            b"--parsable", b"-D", b"/tmp", b"-o", b"/dev/null", b"-p", b"cpu", b"-n", b"1", b"-J", name,
-            b"--wrap", b"sleep 300"]
+    argv = lab.as_user(user, gid, [b"sbatch", b"--parsable", b"-D", b"/tmp", b"-o", b"/dev/null", b"-p", b"cpu",
+                                   b"-n", b"1", b"-J", name, b"--wrap", b"sleep 300"])
     res = subprocess.run(argv, env=lab.env, capture_output=True, timeout=30, check=False)
     assert res.returncode == 0, res.stderr
     return res.stdout.decode().strip().split(";")[0]

@@ -3,7 +3,10 @@
 One call per document for the whole cluster, never per node. ``--json`` support is probed
 once (22.05 has it for sinfo/squeue; older builds answer "unrecognized option"); when it is
 missing, or a document does not parse, the text forms (``scontrol -o show nodes``,
-``squeue -h -o SQUEUE_FORMAT``) are used instead.
+``squeue -h -o SQUEUE_FORMAT``) are used instead. A JSON form this Slurm version cannot give
+(a data_parser version refused) is not asked for again, and that is said once. From 23.02 on,
+``sinfo --json`` lists node sets, not nodes: the nodes are then read with
+``scontrol --json show nodes`` (the per-node REST schema), said once.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.parse.jobs_stream import JobReuse, JobsStream
+from hpctui.sources.slurm.parse.nodes import NodeSetsDocument
 from hpctui.sources.slurm.parse.partitions import parse_scontrol_partitions
+from hpctui.sources.slurm.parse.rest_versions import newer_version_warning, newer_versions_seen
 from hpctui.sources.slurm.runner import CommandError, CommandTimeout, Runner, RunResult
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
@@ -34,6 +39,13 @@ _JOB_VERB = {
 }
 # Read back only the cancelled jobs: real id | display id | state (filters work in text mode).
 VERIFY_FORMAT = "%A|%i|%T"
+# The per-node JSON documents, by tool: sinfo's until it proves to list node sets (23.02+).
+NODES_JSON = {"sinfo": ["sinfo", "--json"], "scontrol": ["scontrol", "--json", "show", "nodes"]}
+
+
+def _version_refused(exc: parse.SlurmParseError) -> bool:
+    """The document is in a data_parser version this code does not read: so will the next be."""
+    return "unsupported Slurm REST version" in str(exc)
 
 
 def unreachable_error(what: str, exc_or_text: object) -> SourceError:
@@ -49,6 +61,8 @@ class CliBackend:
         self.runner = runner
         self.json_ok: dict[str, bool] = {}  # "sinfo"/"squeue" -> --json works (probed once)
         self.job_reuse = JobReuse()  # the last squeue document's jobs, reused while unchanged
+        self.nodes_json_tool = "sinfo"  # "scontrol" once sinfo --json proved to list node sets
+        self.announced_versions: set[str] = set()  # too-new data_parser versions already said
 
     @property
     def calls(self) -> list[str]:
@@ -96,19 +110,29 @@ class CliBackend:
 
     async def _read_json_or_text(self, tool: str, text_argv: list[str], warnings: list[str],
                                  from_json: Callable[[bytes, Dropped], T], from_text: Callable[[str, Dropped], T],
-                                 what: str) -> T:
-        """``<tool> --json`` parsed typed; on a missing flag or an unreadable document, the text form.
+                                 what: str, json_argv: list[str] | None = None) -> T:
+        """``<tool> --json`` (or ``json_argv``) parsed typed; on a missing flag or an unreadable
+        document, the text form. A document in a version this code refuses is not asked for again.
+        :class:`NodeSetsDocument` is raised to the caller (it knows the better document).
 
         Big documents are parsed in a worker thread (the UI keeps drawing); records with an
         unreadable node list / invalid node name are dropped with one warning.
         """
-        form, res = await self._json_or_text(tool, [tool, "--json"], text_argv, warnings)
+        json_argv = json_argv or [tool, "--json"]
+        form, res = await self._json_or_text(tool, json_argv, text_argv, warnings)
         if form == "json":
             dropped = Dropped(what.removesuffix("s"))
             try:
                 out = await parse_off_loop(from_json, res.stdout, dropped)
+            except NodeSetsDocument:
+                raise
             except parse.SlurmParseError as exc:
-                warnings.append(f"{tool} --json unreadable ({exc}); used {text_argv[0]} text")
+                if _version_refused(exc):
+                    self.json_ok[tool] = False
+                    warnings.append(f"{shlex.join(json_argv)} unreadable ({exc}): not asked for again, "
+                                    f"{text_argv[0]} text is used")
+                else:
+                    warnings.append(f"{tool} --json unreadable ({exc}); used {text_argv[0]} text")
                 res = await self._run(text_argv)
                 self._check(res)
             else:
@@ -129,10 +153,20 @@ class CliBackend:
         return out
 
     async def read_nodes(self, warnings: list[str]) -> dict[str, SlurmNodeInfo]:
-        return await self._read_json_or_text(
-            "sinfo", ["scontrol", "-o", "show", "nodes"], warnings,
-            lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped, drops=dropped.values),
-            lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped, drops=dropped.values), "nodes")
+        tool = self.nodes_json_tool
+        try:
+            return await self._read_json_or_text(
+                tool, ["scontrol", "-o", "show", "nodes"], warnings,
+                lambda data, dropped: parse.parse_nodes_json(data, on_invalid=dropped, drops=dropped.values),
+                lambda data, dropped: parse.parse_scontrol_nodes(data, on_invalid=dropped, drops=dropped.values), "nodes",
+                json_argv=NODES_JSON[tool])
+        except NodeSetsDocument:
+            if tool != "sinfo":
+                raise
+            self.nodes_json_tool = "scontrol"
+            warnings.append("sinfo --json lists node sets here (Slurm 23.02+), not nodes: nodes are read "
+                            "with scontrol --json show nodes from now on")
+            return await self.read_nodes(warnings)
 
     async def read_jobs(self, warnings: list[str]) -> tuple[SlurmJob, ...]:
         if self.json_ok.get("squeue", True):
@@ -169,7 +203,11 @@ class CliBackend:
         try:
             jobs = await asyncio.to_thread(stream.finish)
         except parse.SlurmParseError as exc:
-            warnings.append(f"squeue --json unreadable ({exc}); used squeue text")
+            if _version_refused(exc):
+                self.json_ok["squeue"] = False
+                warnings.append(f"squeue --json unreadable ({exc}): not asked for again, squeue text is used")
+            else:
+                warnings.append(f"squeue --json unreadable ({exc}); used squeue text")
             return None
         dropped.report(warnings)
         return jobs
@@ -212,6 +250,9 @@ class CliBackend:
             self.read_partitions(warnings), return_exceptions=True,
         )
         nodes, jobs = nodes_or_jobs(got[0], got[1], warnings)
+        for version in sorted(newer_versions_seen() - self.announced_versions):
+            self.announced_versions.add(version)
+            warnings.append(newer_version_warning(version))
         ctl = got[2]
         if isinstance(ctl, BaseException):
             raise ctl

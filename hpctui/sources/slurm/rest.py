@@ -188,7 +188,7 @@ class RestBackend:
     def _error(self, status: int, body: bytes, path: str) -> SourceError:
         msgs = parse.parse_rest_errors(body[:ERROR_BODY_BYTES])
         text = "; ".join(msgs) or f"HTTP {status}"
-        if status in (401, 403):
+        if status in (401, 403, 511):  # 511: 23.02+ when slurmctld rejects the token (24.11, live)
             if self.jwt.configured:
                 return SourceError(f"JWT expired or invalid (HTTP {status}: {text})")
             return SourceError(f"slurmrestd refused authentication (HTTP {status}: {text})")

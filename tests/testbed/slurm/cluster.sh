@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Single-host Slurm 22.05 test cluster for hpctui's live tests (Debian's slurm-wlm), no systemd.
+# Single-host Slurm test cluster (22.05 on the host; 24.11 in a chroot, see ../slurm2411) for hpctui's live tests (Debian's slurm-wlm), no systemd.
 #   usage: cluster.sh start|stop|reset|status|env
 # Adapted from the measured recipe in the project docs (Slurm test bed): munged + slurmctld +
 # 6 slurmd ("multiple slurmd" mode: gpu01-04 with fake H100/A100 GRES, cpu01-02; one port per node
@@ -27,7 +27,13 @@ SLURMD_TIMEOUT=${SLURMLAB_SLURMD_TIMEOUT:-10}
 NODES="gpu01 gpu02 gpu03 gpu04 cpu01 cpu02"
 PLUGDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 HAVE_JWT=0; [ -e $PLUGDIR/auth_jwt.so ] && HAVE_JWT=1
-OPENAPI=openapi/v0.0.38,openapi/v0.0.37,openapi/v0.0.36
+# slurmrestd plugins and the version its readiness ping asks for: 22.05 has one plugin per version,
+# 23.02+ one per daemon serving every data_parser built (24.11: v0.0.40-42; slurmdbd only with accounting)
+if [ -e $PLUGDIR/openapi_slurmctld.so ]; then
+  OPENAPI=openapi/slurmctld OPENAPI_DB=openapi/slurmdbd PING_V=v0.0.40
+else
+  OPENAPI=openapi/v0.0.38,openapi/v0.0.37,openapi/v0.0.36 OPENAPI_DB=openapi/dbv0.0.38 PING_V=v0.0.38
+fi
 ACCT=${SLURMLAB_ACCOUNTING:-auto}
 if [ "$ACCT" = auto ]; then ACCT=0; [ -x /usr/sbin/slurmdbd ] && [ -x /usr/sbin/mariadbd ] && ACCT=1; fi
 DBRUN=$LAB/dbrun   # owned by mysql: socket, pid, error log (mariadbd cannot write root-owned dirs)
@@ -269,7 +275,7 @@ start_slurmds() {
 
 start_restd() {
   local OPENAPI=$OPENAPI
-  [ "$ACCT" = 1 ] && OPENAPI=$OPENAPI,openapi/dbv0.0.38
+  [ "$ACCT" = 1 ] && OPENAPI=$OPENAPI,$OPENAPI_DB
   # Two processes: in 22.05 one slurmrestd cannot serve rest_auth/local and JWT at once.
   if ! alive "$RUN/slurmrestd.fg.pid"; then
     rm -f "$RUN/slurmrestd.sock"
@@ -283,9 +289,9 @@ start_restd() {
     echo $! > "$RUN/slurmrestd-jwt.fg.pid"
   fi
   for _ in $(seq 100); do
-    if curl -sf --unix-socket "$RUN/slurmrestd.sock" http://localhost/slurm/v0.0.38/ping >/dev/null 2>&1; then
+    if curl -sf --unix-socket "$RUN/slurmrestd.sock" http://localhost/slurm/$PING_V/ping >/dev/null 2>&1; then
       [ "$HAVE_JWT" = 1 ] || return 0   # the jwt instance answers 401 without a token once it listens
-      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$REST_PORT/slurm/v0.0.38/ping")" = 401 ] && return 0
+      [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$REST_PORT/slurm/$PING_V/ping")" = 401 ] && return 0
     fi
     sleep 0.1
   done

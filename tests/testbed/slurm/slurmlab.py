@@ -58,6 +58,10 @@ def pick_port_offset() -> int:
 
 
 class SlurmLab:
+    version = "22.05"  # Debian 12's slurm-wlm on the host; see ../slurm2411 for 24.11
+    rest_version = "v0.0.38"  # the newest data_parser its slurmrestd serves (what hpctui picks)
+    no_accounting: str | None = None  # why this Slurm version's bed never has accounting
+
     def __init__(self, lab_dir: str | None = None) -> None:
         self.own_dir = lab_dir is None
         self.dir = Path(lab_dir or tempfile.mkdtemp(prefix="hpctui-slurmlab-"))
@@ -199,6 +203,10 @@ class SlurmLab:
                 return reason
             time.sleep(0.2)
         raise AssertionError(f"job {job} got no pending reason (last: {reason!r})")
+
+    def as_user(self, user: str, gid: int, argv: list[bytes]) -> list[bytes]:
+        """``argv`` (a Slurm client command) run as ``user``/``gid`` without privileges."""
+        return [b"setpriv", f"--reuid={user}".encode(), f"--regid={gid}".encode(), b"--clear-groups", *argv]
 
     def token(self, lifespan: int = 600, user: str = "root") -> str:
         out = self.run("scontrol", "token", f"username={user}", f"lifespan={lifespan}").stdout.strip()

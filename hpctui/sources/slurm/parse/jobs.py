@@ -86,7 +86,11 @@ class _Job(msgspec.Struct, kw_only=True, gc=False):
     node_count: IntLike = None
     tres_per_node: str | None = None
     tres_per_job: str | None = None
+    tres_per_task: str | None = None
+    tres_per_socket: str | None = None
     tres_req_str: str | None = None
+    tasks: IntLike = None  # v0.0.40+ (num_tasks before: then per-task GPUs count once per node)
+    sockets_per_node: IntLike = None
     gres_detail: list[str] | None = None
     submit_time: IntLike = None
     start_time: IntLike = None
@@ -117,9 +121,17 @@ def job_reason(reason: str | None, description: str | None) -> str | None:
 
 @lru_cache(maxsize=4096)
 def requested_gpus(
-    tres_req: str | None, tres_per_job: str | None, tres_per_node: str | None, node_count: int | None
+    tres_req: str | None, tres_per_job: str | None, tres_per_node: str | None, node_count: int | None,
+    tres_per_task: str | None = None, tasks: int | None = None,
+    tres_per_socket: str | None = None, sockets_per_node: int | None = None,
 ) -> int | None:
-    """Total GPUs a job asked for: TRES totals first, then per-job, then per-node × nodes."""
+    """Total GPUs a job asked for: TRES totals first, then per-job, per-node × nodes,
+    per-task × tasks (``--gpus-per-task``), per-socket × sockets per node × nodes.
+
+    The per-* forms count where ``tres_req_str`` has no gres/gpu (a site whose
+    AccountingStorageTRES lacks it: 24.11 then writes ``cpu=2,mem=2G,node=1,billing=2``).
+    Per-socket without a socket count (Slurm requires ``--sockets-per-node``) is unknown: None.
+    """
     total = gpus_from_tres_str(tres_req)
     if total is not None:
         return total
@@ -127,9 +139,21 @@ def requested_gpus(
     if total is not None:
         return total
     per_node = gpus_from_gres_request(tres_per_node)
-    if per_node is None:
-        return None
-    return per_node * (node_count or 1)
+    if per_node is not None:
+        return per_node * (node_count or 1)
+    per_task = gpus_from_gres_request(tres_per_task)
+    if per_task is not None:
+        return per_task * (tasks or 1)
+    per_socket = gpus_from_gres_request(tres_per_socket)
+    if per_socket is not None and sockets_per_node:
+        return per_socket * sockets_per_node * (node_count or 1)
+    return None
+
+
+def _requested_gpus_of(j: _Job, node_count: int | None) -> int | None:
+    """:func:`requested_gpus` of one decoded job."""
+    return requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count, j.tres_per_task,
+                          num(j.tasks), j.tres_per_socket, num(j.sockets_per_node))
 
 
 def pair_gres_detail(nodes: str | None, detail: list[str] | None, where: str) -> dict[str, str]:
@@ -198,7 +222,7 @@ def to_job(j: _Job, where: str, drops: Drops | None = None) -> SlurmJob:
         reason=job_reason(j.state_reason, j.state_description),
         nodes=nodes,
         num_nodes=node_count,
-        gpus_requested=requested_gpus(j.tres_req_str, j.tres_per_job, j.tres_per_node, node_count),
+        gpus_requested=_requested_gpus_of(j, node_count),
         gpus_alloc=pair_gres_detail(nodes, j.gres_detail, where),
         submit_time=epoch(j.submit_time),
         start_time=epoch(j.start_time),
@@ -416,7 +440,7 @@ class Converter:
             raw = j.tres_req_str
             gpus = tres[raw] if raw in tres else tres.__missing__(raw)  # the TRES total, when there is one
             if gpus is None:
-                gpus = requested_gpus(raw, j.tres_per_job, j.tres_per_node, node_count)
+                gpus = _requested_gpus_of(j, node_count)
             if gpus is not None and gpus >= DCGM_INT32_BLANK:  # digits only, never negative; COUNT refuses from here
                 gpus = slow(gpus, COUNT, "gpus_requested", j)
             raw = j.name

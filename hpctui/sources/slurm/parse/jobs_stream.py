@@ -27,7 +27,11 @@ after they are cut, their bytes still in the CPU cache (measured faster than one
 for a batch of jobs, which needs them copied and read again), and converted ``BATCH`` at a time.
 
 Anything that is not this shape (compact JSON, REST answers) is kept whole and handed to
-:func:`parse_jobs_json` at the end: same result, only not incremental.
+:func:`parse_jobs_json` at the end: same result, only not incremental. A document that starts
+in the shape but leaves it (a job's braces at another indent than the first job's, one job per
+line, a cut that is not a whole job) is read so up to there; from there on its bytes are kept
+and the rest of the document (the envelope's head + the jobs not yet read + its tail) is parsed
+whole at the end.
 """
 
 from __future__ import annotations
@@ -126,7 +130,7 @@ class JobsStream:
     def feed(self, chunk: bytes) -> None:
         if type(chunk) is not bytes:
             chunk = bytes(chunk)  # hashing a slice needs read-only bytes
-        if self._state == "whole":
+        if self._state in ("whole", "rest"):
             self._whole.append(chunk)
             return
         if self._state != "jobs":
@@ -143,6 +147,8 @@ class JobsStream:
         finally:
             if gc_was_enabled:
                 gc.enable()
+        if self._state == "rest":  # the layout changed: keep the rest whole (see finish)
+            self._whole, self._buf = [self._buf], b""
 
     def _take(self, chunk: bytes) -> bytes:
         """Cut the jobs out of the unfinished rest + ``chunk``; the new unfinished rest.
@@ -310,7 +316,15 @@ class JobsStream:
                             decoded = decode(view[p:end])
                         except (msgspec.DecodeError, msgspec.ValidationError):
                             self._flush()  # the jobs before it first: their faults come first
-                            decoded = _decode_one(view[p:end], self._count - 1)
+                            try:
+                                decoded = _decode_one(view[p:end], self._count - 1)
+                            except _NotWhole:  # not cut at the job's end: not the assumed layout
+                                self._count -= 1
+                                if reuse is not None:
+                                    del lengths[-1], sigs[-1], reused[-1]
+                                self._state = "rest"
+                                pos = p
+                                break
                         pending.append((len(slots), self._count - 1, decoded))
                         slots.append(None)
                         if len(pending) >= BATCH:
@@ -359,8 +373,8 @@ class JobsStream:
         if self._state in ("head", "whole"):
             return parse_jobs_json(b"".join((self._buf, *self._whole)), include_finished=self.include_finished,
                                    on_invalid=self.on_invalid, drops=self.drops)
-        if self._state == "jobs":
-            raise SlurmParseError("slurm jobs JSON: the document ends inside the jobs array")
+        if self._state in ("jobs", "rest"):  # no job end found where the layout said, or a cut went wrong
+            return self._finish_rest(self._buf if self._state == "jobs" else b"".join(self._whole))
         envelope = self._head + self._buf  # "[" + "]}" : the jobs array left empty
         try:
             try:
@@ -379,10 +393,34 @@ class JobsStream:
             self._lengths, self._sigs, self._reused = [], [], []
         return tuple([job for job in self.jobs if job is not None and job is not FINISHED])
 
+    def _finish_rest(self, rest: bytes) -> tuple[SlurmJob, ...]:
+        """The jobs read so far + the rest of the document parsed whole (head + remaining jobs +
+        tail: a complete document when nothing was lost). The remaining jobs are not kept for
+        reuse; the ones read before are, at their positions."""
+        body = rest.lstrip()
+        if self._after_job and body.startswith(b","):
+            body = body[1:]
+        try:
+            tail = parse_jobs_json(self._head + body, include_finished=self.include_finished,
+                                   on_invalid=self.on_invalid, drops=self.drops)
+        except SlurmParseError as exc:
+            if self._state == "jobs":  # the layout held; the bytes stop before the array does
+                raise SlurmParseError("slurm jobs JSON: the document ends inside the jobs array") from exc
+            raise
+        if self.reuse is not None:
+            self.reuse.replace(self._lengths, self._sigs, self._reused)
+            self._lengths, self._sigs, self._reused = [], [], []
+        return (*[job for job in self.jobs if job is not None and job is not FINISHED], *tail)
+
+
+class _NotWhole(SlurmParseError):
+    """A cut piece is not one JSON value (it ends inside the job): the layout is not Slurm's."""
+
 
 def _decode_one(piece: memoryview, at: int) -> _Job:
     """One job's bytes → ``_Job``. Slurm copies job names byte for byte: invalid UTF-8 or a raw
-    control character costs one odd character (as in the whole-document parse), not the queue."""
+    control character costs one odd character (as in the whole-document parse), not the queue.
+    Raises :class:`_NotWhole` when the bytes are not a whole JSON value (a wrong cut)."""
     try:
         return _job_decoder.decode(piece)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -391,7 +429,13 @@ def _decode_one(piece: memoryview, at: int) -> _Job:
             if repaired is None:
                 raise exc
             return _job_decoder.decode(repaired)
-        except (msgspec.DecodeError, msgspec.ValidationError) as final:
+        except msgspec.DecodeError as final:
+            try:
+                msgspec.json.decode(repaired if repaired is not None else piece)
+            except msgspec.DecodeError:
+                raise _NotWhole(f"{from_msgspec('slurm jobs JSON', final)} (in $.jobs[{at}])") from final
+            raise SlurmParseError(f"{from_msgspec('slurm jobs JSON', final)} (in $.jobs[{at}])") from final
+        except msgspec.ValidationError as final:
             raise SlurmParseError(f"{from_msgspec('slurm jobs JSON', final)} (in $.jobs[{at}])") from final
 
 

@@ -207,13 +207,42 @@ def parse_nodes_json(
     ``alloc_*`` and no ``partitions``: those come back as no flag / None / ().
     Implausible counts (a 300-digit CPU count) are None, recorded in ``drops``.
     """
-    doc = decode_document(_nodes_decoder, data, version, "slurm nodes JSON")
+    try:
+        doc = decode_document(_nodes_decoder, data, version, "slurm nodes JSON")
+    except SlurmParseError:
+        if is_node_sets_document(data):
+            raise NodeSetsDocument("slurm nodes JSON: sinfo --json of Slurm 23.02+ lists node sets "
+                                   "(\"sinfo\"), not nodes") from None
+        raise
     convert = _node_converter()
     out: dict[str, SlurmNodeInfo] = {}
     for i, n in enumerate(doc.nodes):
         if check_node_name(n.name, f"$.nodes[{i}]", on_invalid):
             out[n.name] = checked_node(n.name, convert(n), drops)
     return out
+
+
+class NodeSetsDocument(SlurmParseError):
+    """``sinfo --json`` from Slurm 23.02 on: its top-level ``sinfo`` array holds one record per
+    set of nodes alike in state, partition and resources, with the set's totals (CPUs, memory,
+    GRES used), so per-node allocation cannot be read from it. ``scontrol --json show nodes``
+    has the per-node ``nodes`` array (the REST schema): read that instead."""
+
+
+class _NodeSetsDoc(msgspec.Struct, kw_only=True):
+    sinfo: list[msgspec.Raw]
+
+
+_node_sets_decoder = msgspec.json.Decoder(_NodeSetsDoc)
+
+
+def is_node_sets_document(data: bytes | str) -> bool:
+    """The document is 23.02+'s ``sinfo --json`` (a top-level ``sinfo`` array)."""
+    try:
+        _node_sets_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return True
 
 
 class _PartNodes(msgspec.Struct, kw_only=True):

@@ -1,7 +1,10 @@
 """Which slurmrestd / data_parser version a document speaks, and which one to ask for.
 
-22.05 stamps ``meta.plugin.type = "openapi/v0.0.38"``; 23.02+ stamp
-``meta.plugin.data_parser = "data_parser/v0.0.40"`` (plugin.type may be empty for the CLI).
+22.05 stamps ``meta.plugin.type = "openapi/v0.0.38"``; 23.11+ stamp
+``meta.plugin.data_parser = "data_parser/v0.0.40"`` (plugin.type may be empty for the CLI);
+23.02's CLI JSON says ``meta.plugins.data_parser = "data_parser/v0.0.39"`` (plural).
+A version newer than any known is read with the newest known parser (the fields that match)
+and remembered, so that the source can say so once (:func:`newer_versions_seen`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class Plugin(msgspec.Struct, kw_only=True):
 
 class Meta(msgspec.Struct, kw_only=True):
     plugin: Plugin | None = None
+    plugins: Plugin | None = None  # 23.02's CLI JSON
 
 
 class RestError(msgspec.Struct, kw_only=True):
@@ -51,13 +55,16 @@ _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 
 def version_from_meta(meta: Meta | None) -> str | None:
-    if meta is None or meta.plugin is None:
+    if meta is None:
         return None
-    for field in (meta.plugin.data_parser, meta.plugin.type, meta.plugin.name):
-        if field:
-            m = _VERSION.search(field)
-            if m:
-                return f"v0.0.{m.group(1)}"
+    for plugin in (meta.plugin, meta.plugins):
+        if plugin is None:
+            continue
+        for field in (plugin.data_parser, plugin.type, plugin.name):
+            if field:
+                m = _VERSION.search(field)
+                if m:
+                    return f"v0.0.{m.group(1)}"
     return None
 
 
@@ -67,11 +74,11 @@ def detect_rest_version(data: bytes | str | dict[str, Any]) -> str | None:
         meta = data.get("meta")
         if not isinstance(meta, dict):
             return None
-        plugin = meta.get("plugin")
-        if not isinstance(plugin, dict):
+        plugins = {k: meta[k] for k in ("plugin", "plugins") if isinstance(meta.get(k), dict)}
+        if not plugins:
             return None
         try:
-            return version_from_meta(msgspec.convert({"plugin": plugin}, Meta))
+            return version_from_meta(msgspec.convert(plugins, Meta))
         except msgspec.ValidationError:
             return None
     try:
@@ -81,9 +88,35 @@ def detect_rest_version(data: bytes | str | dict[str, Any]) -> str | None:
     return version_from_meta(env.meta)
 
 
+_newer_seen: set[str] = set()
+
+
+def newer_than_known(version: str) -> bool:
+    """``v0.0.N`` with N above the newest version this code knows."""
+    return _key(version) > _key(SUPPORTED_REST_VERSIONS[-1])
+
+
+def newer_versions_seen() -> frozenset[str]:
+    """Every too-new version a document has been read in so far (this process)."""
+    return frozenset(_newer_seen)
+
+
+def newer_version_warning(version: str) -> str:
+    """What a source says, once, about documents in a version newer than any known."""
+    return (f"Slurm data_parser {version} is newer than any this hpctui knows: read as "
+            f"{SUPPORTED_REST_VERSIONS[-1]} where the fields match")
+
+
 def check_version(version: str | None) -> None:
-    """Raise if a document (or caller) names a version this parser does not read."""
+    """Raise if a document (or caller) names a version this parser does not read.
+
+    A version newer than any known is accepted (read with the newest known schema: msgspec
+    takes the declared fields that are there) and remembered for :func:`newer_versions_seen`.
+    """
     if version is not None and version not in PARSEABLE_REST_VERSIONS:
+        if newer_than_known(version):
+            _newer_seen.add(version)
+            return
         raise SlurmParseError(
             f"unsupported Slurm REST version {version} (readable: {', '.join(PARSEABLE_REST_VERSIONS)})"
         )

@@ -21,12 +21,11 @@ from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.exitcode import decode_exit_pair
 from hpctui.sources.slurm.parse.gres import (
     gpu_indices,
-    gpus_from_gres_request,
     gpus_from_tres_str,
     parse_gres,
     parse_gres_used,
 )
-from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
+from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state, requested_gpus
 from hpctui.sources.slurm.parse.nodes import checked_node
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import parse_cli_time, parse_duration_min, split_list, text, to_int
@@ -132,6 +131,7 @@ _JOB_KEYS = [
     "ReqNodeList",
     "ExcNodeList",
     "NodeList",
+    "SchedNodeList",  # 24.11: a pending job's planned nodes
     "BatchHost",
     "NumNodes",
     "NumCPUs",
@@ -139,6 +139,8 @@ _JOB_KEYS = [
     "CPUs/Task",
     "ReqB:S:C:T",
     "TRES",
+    "ReqTRES",  # 23.02+: TRES= became ReqTRES= and AllocTRES=
+    "AllocTRES",
     "Socks/Node",
     "NtasksPerN:B:S:C",
     "CoreSpec",
@@ -353,12 +355,7 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
         num_nodes = to_int(num_nodes_s)
         array_job = to_int(d.get("ArrayJobId"))
         task_id, task_str = _array_task(d.get("ArrayTaskId"))
-        per_node = gpus_from_gres_request(d.get("TresPerNode"))
-        gpus_req = gpus_from_tres_str(d.get("TRES")) if "gres/gpu" in (d.get("TRES") or "") else None
-        if gpus_req is None:
-            gpus_req = gpus_from_gres_request(d.get("TresPerJob"))
-        if gpus_req is None and per_node is not None:
-            gpus_req = per_node * (num_nodes or 1)
+        gpus_req = _requested_gpus_text(d, num_nodes)
         code, sig = decode_exit_pair(d.get("ExitCode"))
         reason = text(d.get("Reason"))
         out.append(checked(
@@ -395,3 +392,14 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
 def _flag(value: str | None) -> bool | None:
     v = to_int(value)
     return None if v is None else bool(v)
+
+
+def _requested_gpus_text(d: dict[str, str], num_nodes: int | None) -> int | None:
+    """GPUs a job asked for, from its ``scontrol show job`` fields (the rule of
+    :func:`~hpctui.sources.slurm.parse.jobs.requested_gpus`): TRES (``ReqTRES`` on 23.02+)
+    when it names gres/gpu, else TresPerJob, TresPerNode × nodes, TresPerTask × NumTasks,
+    TresPerSocket × Socks/Node × nodes."""
+    tres = d.get("TRES") or d.get("ReqTRES") or ""
+    return requested_gpus(tres if "gres/gpu" in tres else None, d.get("TresPerJob"), d.get("TresPerNode"),
+                          num_nodes, d.get("TresPerTask"), to_int(d.get("NumTasks")), d.get("TresPerSocket"),
+                          to_int(d.get("Socks/Node")))
