@@ -174,8 +174,9 @@ def families(s: PrometheusSettings) -> list[Family]:
         present = _sel(d, _name_re("|".join(names_of(m) for m in INFO_METRICS)))
         out.append(Family("gpu_info", "", f"group by ({g}, {', '.join(INFO_LABELS)}) ({present})"))
         # a node's newest GPU sample (every series of one scrape has its time): from XID_ERRORS and
-        # the identity families, as current dcgm-exporters omit XID_ERRORS on a GPU that never
-        # had one (a DCGM blank) and a lost GPU may keep nothing else
+        # the identity families, as dcgm-exporter 4.5 with its default counters (GPU Operator
+        # 25.10) exports no XID_ERRORS (NVIDIA/dcgm-exporter#646; the L4 recording) and a lost
+        # GPU may keep nothing else
         out.append(Family("gpu_time", "", f"max by ({n}) ({_timestamps(['DCGM_FI_DEV_XID_ERRORS', *INFO_METRICS], d)})"))
     if s.ib:
         for field, metric in (("state", "node_infiniband_state_id"), ("phys", "node_infiniband_physical_state_id"),
