@@ -93,7 +93,7 @@ def test_an_exporter_without_xid_errors_keeps_its_gpu_and_its_sample_time(result
     (gpu,) = result.gpus["i-030791dc5a37cd257"]
     assert gpu.uuid == "GPU-c2f76b33-7953-256e-8f33-1343419b1a1c" and gpu.model == "NVIDIA L4"
     assert gpu.temp_c == 31 and gpu.memory_used_mib == 0 and gpu.ecc_uncorrected_volatile is None
-    assert abs(result.node_times["i-030791dc5a37cd257"] - time.time()) < 30  # from the follow-up's timestamp()
+    assert abs(result.node_times["i-030791dc5a37cd257"] - time.time()) < 30  # timestamp() of FB_USED/GPU_TEMP
 
 
 def test_identity_from_a_counters_file_without_fb_used_and_gpu_temp(result: SourceResult) -> None:
@@ -101,6 +101,7 @@ def test_identity_from_a_counters_file_without_fb_used_and_gpu_temp(result: Sour
     (gpu,) = result.gpus["551bdf382151"]
     assert gpu.uuid == "GPU-9ef1b6d0-3643-5dd7-b823-c0ec20dcf2d5" and gpu.model == "Tesla T4"
     assert gpu.power_limit_w == 70.0 and gpu.throttle_reasons == 1
+    assert abs(result.node_times["551bdf382151"] - time.time()) < 30  # from the follow-up's timestamp()
 
 
 def test_dcgm_exporter_1x_names_labels_and_pods(result: SourceResult) -> None:
@@ -124,6 +125,5 @@ def test_ports_without_pma_counters_read_na(result: SourceResult) -> None:
     assert result.ib is not None
     ports = {(p.device, p.port): p for p in result.ib["ibnode"]}
     assert ports[("i40iw0", 1)].counters == {} and ports[("i40iw0", 1)].deltas == {}
-    p2 = ports[("mlx4_0", 2)]
-    assert "port_rcv_errors" not in p2.counters and p2.counters["link_downed"] == 0
+    assert ports[("mlx4_0", 2)].counters == {}  # 2 of the 8 families: which exist is not known, N/A
     assert ports[("mlx4_0", 1)].counters["port_rcv_errors"] == 0

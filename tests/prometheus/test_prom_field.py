@@ -15,12 +15,10 @@ from hpctui.sources.prometheus.parse import Collector, NodeNamer
 from hpctui.sources.prometheus.queries import (
     GPU_GAUGES,
     GPU_SPARSE,
-    IB_COUNTERS,
     IB_ERROR_COUNTERS,
     INFO_METRICS,
     THROTTLE_NAMES,
     V1_NAMES,
-    families,
     identity_family,
 )
 from hpctui.sources.prometheus.settings import PrometheusSettings
@@ -163,25 +161,22 @@ def test_nan_on_a_sparse_counter_is_na_not_0() -> None:
 
 def test_ib_ports_without_pma_counters_read_na_not_0() -> None:
     # node_exporter's own fixture: i40iw0 port 1 has no error counters at all (sysfs "N/A (no PMA)"),
-    # mlx4_0 port 2 lacks some (port_rcv_errors, the discards, constraint errors, xmit_wait)
+    # mlx4_0 port 2 only link_downed and link_error_recovery (both 0)
     samples = fixture_samples(IB, {"instance": "ibnode:9100"})
+    errors = [s for s in samples if s.metric["__name__"] in IB_ERROR_COUNTERS]
     c = collector()
     c.add("ib", "state", [s for s in samples if s.metric["__name__"] == "node_infiniband_state_id"])
-    fams = {f.target: f for f in families(PrometheusSettings())}
-    assert "unless on (Hostname, instance, device, port)" in fams["ib_missing"].expr
-    ports = {(s.metric["device"], s.metric["port"]) for s in samples if s.metric["__name__"] == "node_infiniband_state_id"}
-    missing = [Sample(metric={"instance": "ibnode:9100", "device": d, "port": p, "missing": IB_COUNTERS[m]},
-                      value=(1.0, "1"))
-               for d, p in sorted(ports) for m in IB_ERROR_COUNTERS
-               if not any(s.metric["__name__"] == m and (s.metric["device"], s.metric["port"]) == (d, p) for s in samples)]
-    present = {s.metric["__name__"] for s in samples}
-    c.add("present", "", [Sample(metric={"__name__": m}, value=(1.0, "1")) for m in IB_ERROR_COUNTERS if m in present])
-    c.add("ib_counters", "", [s for s in samples if s.metric["__name__"] in IB_ERROR_COUNTERS and s.value[1] != "0"])  # type: ignore[index]
-    c.add("ib_missing", "", missing)
+    c.add("present", "", [Sample(metric={"__name__": m}, value=(1.0, "1")) for m in sorted({s.metric["__name__"] for s in errors})])
+    c.add("ib_counters", "", [s for s in errors if s.value[1] != "0"])  # type: ignore[index]
+    have: dict[tuple[str, str], int] = {}
+    for s in errors:  # what count by (instance, device, port) answers
+        have[(s.metric["device"], s.metric["port"])] = have.get((s.metric["device"], s.metric["port"]), 0) + 1
+    assert have == {("mlx4_0", "1"): 8, ("mlx4_0", "2"): 2}
+    c.add("ib_have", "", [Sample(metric={"instance": "ibnode:9100", "device": d, "port": p}, value=(1.0, str(n)))
+                          for (d, p), n in have.items()])  # (i40iw0 has none: not in the answer)
     by = {(p.device, p.port): p for p in c.build_ib()["ibnode"]}
     assert by[("i40iw0", 1)].counters == {} and by[("i40iw0", 1)].deltas == {}
-    p2 = by[("mlx4_0", 2)]
-    assert "port_rcv_errors" not in p2.counters and "port_xmit_wait" not in p2.counters
-    assert p2.counters["link_downed"] == 0 and p2.deltas == {"link_downed": 0, "link_error_recovery": 0}
+    assert by[("mlx4_0", 2)].counters == {} and by[("mlx4_0", 2)].deltas == {}  # which exist is unknown: N/A
     p1 = by[("mlx4_0", 1)]
     assert p1.counters["port_rcv_errors"] == 0 and p1.counters["link_downed"] == 0
+    assert p1.counters["port_xmit_wait"] == 4294967295 and p1.deltas["port_xmit_wait"] == 0

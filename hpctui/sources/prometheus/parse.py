@@ -172,7 +172,7 @@ class Collector:
         self.gpu_rates: dict[GpuKey, dict[str, float]] = {}
         self.ib: dict[tuple[str, str, int], dict[str, float]] = {}
         self.ib_deltas: dict[tuple[str, str, int], dict[str, int]] = {}
-        self.ib_missing: dict[tuple[str, str, int], set[str]] = {}  # port -> error counters it lacks
+        self.ib_have: dict[tuple[str, str, int], int] | None = None  # port -> its error counter families
         self.fs: dict[tuple[str, str], dict[str, object]] = {}
         self.res: dict[str, dict[str, float]] = {}
         self.res_dev: dict[str, dict[str, dict[str, float]]] = {}
@@ -424,13 +424,14 @@ class Collector:
                     continue
                 rec["c:" + counter] = v
 
-    def _ib_missing(self, _fld: str, samples: list[Sample]) -> None:
-        """Ports lacking an error counter family (queries.ib_missing_expr): N/A there, not 0."""
-        known = set(IB_COUNTERS.values())
+    def _ib_have(self, _fld: str, samples: list[Sample]) -> None:
+        """How many error counter families each port has (a port with none is not in the answer)."""
+        have = self.ib_have = {}
         for s in samples:
-            key, counter = self._port_key(s.metric), s.metric.get("missing", "")
-            if key is not None and counter in known:
-                self.ib_missing.setdefault(key, set()).add(counter)
+            key = self._port_key(s.metric)
+            v = self._checked(s, "ib_have", COUNT, key[0]) if key is not None else None
+            if key is not None and v is not None:
+                have[key] = round(v)
 
     def _ib_delta(self, fld: str, samples: list[Sample]) -> None:
         for s in samples:
@@ -567,14 +568,15 @@ class Collector:
     def build_ib(self) -> dict[str, tuple[IbPort, ...]]:
         out: dict[str, list[IbPort]] = {}
         # error counters and their increase() are asked for only where non-zero: zero elsewhere
-        # (a port without a family that other ports have reads N/A there: ib_missing)
+        # A port with fewer families than the fabric has (ib_have) reads N/A where it has no
+        # answer: which of its counters exist is not known, so none is taken for 0.
         ib_zero = {IB_COUNTERS[m]: 0 for m in IB_ERROR_COUNTERS if m in self.present}
         for (node, dev, port), rec in sorted(self.ib.items()):
             if not self._live(node):
                 continue
             state, phys, rate = _int(rec.get("state")), _int(rec.get("phys")), rec.get("rate")
-            lacking = self.ib_missing.get((node, dev, port))
-            zero = {k: 0 for k in ib_zero if k not in lacking} if lacking else ib_zero
+            partial = self.ib_have is not None and self.ib_have.get((node, dev, port), 0) < len(ib_zero)
+            zero = {} if partial else ib_zero
             counters = dict(zero)
             counters.update((k[2:], round(v)) for k, v in rec.items() if k.startswith("c:"))
             for k in ("port_rcv_data", "port_xmit_data"):  # node_exporter reports bytes; sysfs counts octets ÷ 4
@@ -643,7 +645,7 @@ class Collector:
 
 HANDLERS: dict[str, Callable[[Collector, str, list[Sample]], None]] = {
     "gpu": Collector._gpu, "gpu_rate": Collector._gpu_rate, "gpu_prof": Collector._gpu_prof, "gpu_info": Collector._gpu_info,
-    "gpu_ident": Collector._gpu_ident, "ib_missing": Collector._ib_missing,
+    "gpu_ident": Collector._gpu_ident, "ib_have": Collector._ib_have,
     "present": Collector._present, "gpu_time": Collector._gpu_time, "node_time": Collector._node_time, "ib": Collector._ib,
     "ib_counters": Collector._ib_counters, "ib_delta": Collector._ib_delta, "res": Collector._res,
     "res_gauges": Collector._res_gauges, "res_dev": Collector._res_dev, "fs": Collector._fs,
