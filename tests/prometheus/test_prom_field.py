@@ -105,7 +105,7 @@ def test_the_followup_query_names_the_families_under_both_names() -> None:
     assert fam.target == "gpu_ident"
     assert ('timestamp(DCGM_FI_DEV_GPU_UTIL{job="dcgm"}) or timestamp(dcgm_gpu_utilization{job="dcgm"})'
             in fam.expr)
-    assert "UUID, uuid," in fam.expr and fam.expr.startswith("max by (Hostname, instance, gpu, GPU_I_ID, ")
+    assert "UUID, uuid," in fam.expr and fam.expr.startswith("max by (Hostname, hostname, instance, gpu, GPU_I_ID, ")
 
 
 def test_dcgm_exporter_1x_names_are_read() -> None:
@@ -180,3 +180,15 @@ def test_ib_ports_without_pma_counters_read_na_not_0() -> None:
     p1 = by[("mlx4_0", 1)]
     assert p1.counters["port_rcv_errors"] == 0 and p1.counters["link_downed"] == 0
     assert p1.counters["port_xmit_wait"] == 4294967295 and p1.deltas["port_xmit_wait"] == 0
+
+
+def test_default_node_labels_read_the_renamed_hostname_label() -> None:
+    """dcgm-exporter renamed ``Hostname`` to ``hostname`` (NVIDIA/dcgm-exporter#655, merged 2026-05):
+    with the default labels a new exporter's series is named by that label, not by ``instance``
+    (under the GPU Operator the exporter pod's ip:port)."""
+    from hpctui.sources.prometheus.settings import PrometheusSettings
+
+    s = PrometheusSettings(url="http://127.0.0.1:9090")
+    namer = NodeNamer(s.node_labels, s.node_pattern, s.node_replace)
+    assert namer({"hostname": "gpu0042", "instance": "10.0.3.7:9400", "gpu": "0"}) == "gpu0042"
+    assert namer({"Hostname": "gpu0043", "instance": "10.0.3.8:9400", "gpu": "0"}) == "gpu0043"
