@@ -29,8 +29,8 @@ from hpctui.gpu_history import SeriesHistory
 from hpctui.model import Severity
 from hpctui.sanitize import clean_text
 
-CHARTS_MISSING = ("charts need the pygal package (a dependency of hpctui): install it with "
-                  "'pip install pygal' or reinstall hpctui; the data is in report.json and report.md")
+CHARTS_MISSING = ("charts need the pygal package (a dependency of hpctui): pip install pygal, or reinstall "
+                  "hpctui; the data is in report.json and the text charts in report.md")
 HIGHLIGHT_COLOUR = "#d62728"
 # Okabe–Ito (colour-blind safe) for series when none is highlighted; muted tones beside a highlight.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#8C6D00", "#000000", "#999999")
@@ -130,19 +130,20 @@ def tick_label(v: float) -> str:
 # -- specs ----------------------------------------------------------------------------------------
 
 
-def _failing(findings: FindingsIndex, obj: str) -> str | None:
-    """What a WARNING-or-worse finding says about ``obj`` (worst first), else None."""
-    bad = sorted((f for f in findings.by_object(obj) if f.severity >= Severity.WARNING),
+def _failing(findings: FindingsIndex, node: str, obj: str) -> str | None:
+    """What a WARNING-or-worse finding of ``node`` says about ``obj`` (worst first), else None. (The
+    node's findings matched whole: a hostile name with a ``/`` in it still finds its own.)"""
+    bad = sorted((f for f in findings.node(node) if f.object == obj and f.severity >= Severity.WARNING),
                  key=lambda f: f.severity, reverse=True)
     return "; ".join(dict.fromkeys(f.message for f in bad)) or None
 
 
-def _series_rows(labels: Sequence[tuple[str, str]], data: Mapping[str, tuple[list[float], list[float]]],
-                 findings: FindingsIndex) -> list[dict[str, Any]]:
+def _series_rows(node: str, labels: Sequence[tuple[str, str]],
+                 data: Mapping[str, tuple[list[float], list[float]]], findings: FindingsIndex) -> list[dict[str, Any]]:
     rows = []
     for label, obj in labels:
         times, values = data.get(label, ([], []))
-        why = _failing(findings, obj)
+        why = _failing(findings, node, obj)
         points = [[t, round(v, 2)] for t, v in zip(times, values, strict=True)]
         vals = [p[1] for p in points]
         rows.append({"label": label, "object": obj, "highlight": why is not None, "why": why, "points": points,
@@ -178,11 +179,11 @@ def node_charts(node: str, *, series: SeriesHistory | None, history: HistoryGet 
                 got = series.port_series(node, metric.key, window_s, now) if series else []
                 labels = [(p, f"ib/{node}/{p}") for p in rings.ports]
             data = {s.label: (s.times, s.values) for s in got}
-            spec = _spec(node, metric, _series_rows(labels, data, findings), now, window_s)
+            spec = _spec(node, metric, _series_rows(node, labels, data, findings), now, window_s)
         elif history is not None and metric.kind == "gpu":
             pts = [(t, v) for t, v in history(f"node:{node}:{metric.key}") if t >= now - window_s]
-            rows = _series_rows([("node mean", f"node/{node}")], {"node mean": ([t for t, _ in pts],
-                                                                                [v for _, v in pts])}, findings)
+            rows = _series_rows(node, [("node mean", f"node/{node}")],
+                                {"node mean": ([t for t, _ in pts], [v for _, v in pts])}, findings)
             rows[0].update(highlight=False, why=None)
             spec = _spec(node, metric, rows, now, window_s,
                          note="node mean only: per-GPU history is kept for the nodes on screen or looked at")
