@@ -201,6 +201,11 @@ def _num(v: Any) -> str:
     return "N/A" if not isinstance(v, int | float) else f"{v:.1f}".removesuffix(".0")
 
 
+def _span(lo: Any, hi: Any, unit: str) -> str:
+    """``60–77 °C``, or ``0 %`` where the range is one value."""
+    return f"{_num(lo)} {unit}" if _num(lo) == _num(hi) else f"{_num(lo)}–{_num(hi)} {unit}"
+
+
 def _one(value: Any) -> str:
     """A string for a chart: one line, no control characters (the document is clean already; a
     renderer does not rely on it)."""
@@ -224,13 +229,13 @@ def caption(chart: Mapping[str, Any]) -> str:
     rest = [s for s in chart["series"] if not s["highlight"]]
     parts = []
     for s in hot:
-        seen = f"{_num(s['min'])}–{_num(s['max'])} {unit}, last {_num(s['last'])}" if s["points"] else "no readings"
+        seen = f"{_span(s['min'], s['max'], unit)}, last {_num(s['last'])}" if s["points"] else "no readings"
         parts.append(f"highlighted {_one(s['label'])} ({_one(s['why'])}): {seen}")
     maxes = [s["max"] for s in rest if isinstance(s["max"], int | float)]
     mins = [s["min"] for s in rest if isinstance(s["min"], int | float)]
     if maxes:
         who = "the others" if hot else ("all" if len(rest) > 1 else _one(rest[0]["label"]))
-        parts.append(f"{who}: {_num(min(mins))}–{_num(max(maxes))} {unit}")
+        parts.append(f"{who}: {_span(min(mins), max(maxes), unit)}")
     if chart.get("note"):
         parts.append(_one(chart["note"]))
     return "; ".join(parts)

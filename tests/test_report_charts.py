@@ -218,3 +218,34 @@ def test_report_charts_png_script(tmp_path: Path) -> None:
         sys.path.pop(0)
     page = report_charts_png.charts_page(tmp_path)
     assert page.count("<svg") >= 6 and "GPU 6 (failing)" in page
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+# Chromium's own background requests (time, updates, accounts, dictionaries): not the page's.
+BROWSER_HOSTS = re.compile(r"^https?://([a-z0-9-]+\.)*(google\.com|googleapis\.com|gvt1\.com|gstatic\.com)[/:]")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
+def test_chromium_draws_the_report_and_fetches_nothing(demo_doc: dict[str, Any], tmp_path: Path) -> None:
+    """A real browser renders the whole report (charts inline) to a PNG, and its network log shows the
+    page asked for nothing but itself (a proxy on a closed port stops any fetch that is tried)."""
+    import json
+    import subprocess
+
+    page = tmp_path / "report.html"
+    page.write_text(render_html(demo_doc))
+    png, netlog = tmp_path / "report.png", tmp_path / "net.json"
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1000,3000",
+                           "--proxy-server=127.0.0.1:9", f"--log-net-log={netlog}", f"--screenshot={png}",
+                           page.as_uri()], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 50_000
+    urls = set(re.findall(r'"url":\s*("(?:[^"\\]|\\.)*")', netlog.read_text()))
+    fetched = {json.loads(u) for u in urls}
+    assert not {u for u in fetched if not u.startswith("file:") and not BROWSER_HOSTS.match(u)}, fetched
