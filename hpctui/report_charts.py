@@ -140,12 +140,14 @@ def _failing(findings: FindingsIndex, node: str, obj: str) -> str | None:
 
 def _series_rows(node: str, labels: Sequence[tuple[str, str]],
                  data: Mapping[str, tuple[list[float], list[float]]], findings: FindingsIndex) -> list[dict[str, Any]]:
+    """A row per series: label, the object it is (``gpu/NODE/3``), whether a finding highlights it and
+    why, its range and last value, and (until :func:`_spec` aligns them) its points by time."""
     rows = []
     for label, obj in labels:
         times, values = data.get(label, ([], []))
         why = _failing(findings, node, obj)
-        points = [[t, round(v, 2)] for t, v in zip(times, values, strict=True)]
-        vals = [p[1] for p in points]
+        points = {t: round(v, 2) for t, v in zip(times, values, strict=True)}
+        vals = list(points.values())
         rows.append({"label": label, "object": obj, "highlight": why is not None, "why": why, "points": points,
                      "min": min(vals) if vals else None, "max": max(vals) if vals else None,
                      "last": vals[-1] if vals else None})
@@ -155,13 +157,25 @@ def _series_rows(node: str, labels: Sequence[tuple[str, str]],
 
 def _spec(node: str, metric: Metric, rows: list[dict[str, Any]], now: float, window_s: float,
           note: str | None = None) -> dict[str, Any] | None:
+    """The chart, or None when no series has two points. One ``times`` list for the chart, each
+    series' ``values`` aligned to it (None: no reading then), which keeps report.json small."""
     if not any(len(r["points"]) >= 2 for r in rows):
         return None
-    first = min(p[0] for r in rows for p in r["points"])
+    times = sorted({t for r in rows for t in r["points"]})
+    for r in rows:
+        points = r.pop("points")
+        r["values"] = [points.get(t) for t in times]
     return {"node": node, "kind": metric.kind, "metric": metric.key, "title": metric.title, "unit": metric.unit,
-            "x": time_axis(first, now, window_s),
-            "y": value_axis((p[1] for r in rows for p in r["points"]), metric),
-            "series": rows, "note": note}
+            "x": time_axis(times[0], now, window_s),
+            "y": value_axis((v for r in rows for v in r["values"] if v is not None), metric),
+            "times": times, "series": rows, "note": note}
+
+
+def points(chart: Mapping[str, Any], series: Mapping[str, Any]) -> list[tuple[float, float | None]]:
+    """(minutes or hours before the report time, value or None) of one series of ``chart``."""
+    x = chart["x"]
+    origin, scale = x["origin"], x["scale"]
+    return [((t - origin) / scale, v) for t, v in zip(chart["times"], series["values"], strict=False)]
 
 
 def node_charts(node: str, *, series: SeriesHistory | None, history: HistoryGet | None, findings: FindingsIndex,
@@ -229,7 +243,7 @@ def caption(chart: Mapping[str, Any]) -> str:
     rest = [s for s in chart["series"] if not s["highlight"]]
     parts = []
     for s in hot:
-        seen = f"{_span(s['min'], s['max'], unit)}, last {_num(s['last'])}" if s["points"] else "no readings"
+        seen = f"{_span(s['min'], s['max'], unit)}, last {_num(s['last'])}" if s["last"] is not None else "no readings"
         parts.append(f"highlighted {_one(s['label'])} ({_one(s['why'])}): {seen}")
     maxes = [s["max"] for s in rest if isinstance(s["max"], int | float)]
     mins = [s["min"] for s in rest if isinstance(s["min"], int | float)]
@@ -288,17 +302,14 @@ def svg_chart(chart: Mapping[str, Any], width: int = 760, height: int = 300) -> 
                   major_guide_stroke_dasharray="none",
                   title_font_size=15, legend_font_size=12, label_font_size=11, major_label_font_size=11)
     x, y = chart["x"], chart["y"]
-    scale = x["scale"]
     plot = pygal.XY(width=width, height=height, explicit_size=True, style=style, js=[], disable_xml_declaration=True,
                     title=chart_title(chart), x_title=x_label(chart), show_dots=False, stroke=True, fill=False,
                     range=(y["min"], y["max"]), xrange=(x["min"], x["max"]), y_labels=y["ticks"],
                     x_labels=x["ticks"], x_value_formatter=tick_label, value_formatter=tick_label,
                     show_x_guides=True, show_y_guides=True, truncate_legend=-1, legend_box_size=10,
                     print_values=False, allow_interruptions=True)
-    origin = x["origin"]
     for s in chart["series"]:
-        pts = [((t - origin) / scale, v) for t, v in s["points"]]
-        plot.add(_legend(s), pts)
+        plot.add(_legend(s), points(chart, s))  # a None value: a gap in the line
     plot.add_xml_filter(_for_inline({i for i, s in enumerate(chart["series"]) if s["highlight"]}))
     svg: str = plot.render(is_unicode=True)
     return svg
@@ -335,9 +346,9 @@ def _text_chart(plt: Any, chart: Mapping[str, Any], width: int, height: int) -> 
         mark = _mark(str(s["label"]), i)
         shown = mark if s["highlight"] or not hot else "·"
         legend.append(f"{shown} {_legend(s)}")
-        if s["points"]:
-            plt.plot([(t - x["origin"]) / x["scale"] for t, _ in s["points"]], [v for _, v in s["points"]],
-                     marker=shown)
+        known = [(t, v) for t, v in points(chart, s) if v is not None]
+        if known:
+            plt.plot([t for t, _ in known], [v for _, v in known], marker=shown)
     plt.xlim(x["min"], x["max"])
     plt.ylim(y["min"], y["max"])
     plt.xticks(x["ticks"], [tick_label(v) for v in x["ticks"]])

@@ -140,8 +140,9 @@ async def test_content_matches_the_snapshot_field_by_field(tmp_path: Path) -> No
         sorted(f"{p.device}:{p.port}" for p in snap.ib["gpu0003"])
     [ring] = [s for s in rt.store.series.gpu_series("gpu0003", "temp", 3600, snap.time) if s.label == "GPU 0"]
     [gpu0] = [s for s in by_metric["temp"]["series"] if s["label"] == "GPU 0"]
-    assert [p[0] for p in gpu0["points"]] == ring.times and [p[1] for p in gpu0["points"]] == \
-        [round(v, 2) for v in ring.values]
+    temp_times = by_metric["temp"]["times"]
+    assert [(t, v) for t, v in zip(temp_times, gpu0["values"], strict=True) if v is not None] == \
+        [(t, round(v, 2)) for t, v in zip(ring.times, ring.values, strict=True)]
 
 
 async def test_secrets_and_hostile_strings_never_reach_the_files(tmp_path: Path) -> None:
