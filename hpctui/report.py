@@ -145,12 +145,12 @@ def _job_row(job: SlurmJob) -> dict[str, Any]:
             "partition": job.partition, "gpus_alloc": dict(job.gpus_alloc), "start_time": job.start_time}
 
 
-def _event_says(snapshot: ClusterSnapshot, obj: str, reason: str, when: float | None) -> bool:
-    """Whether an event on ``obj`` already tells the drain ``reason`` (within 2 min of ``when``): then
-    the timeline shows that event and not the node's reason a second time."""
+def _event_says(snapshot: ClusterSnapshot, obj: str, reason: str, when: float | None, start: float) -> bool:
+    """Whether an event on ``obj`` in the window (from ``start``) already tells the drain ``reason``
+    (within 2 min of ``when``): then the timeline shows that event, not the node's reason a second time."""
     text = clean_text(reason)
-    return any(e.object == obj and text in e.message and (when is None or abs(e.time - when) <= 120)
-               for e in snapshot.events)
+    return any(e.object == obj and e.time >= start and text in e.message
+               and (when is None or abs(e.time - when) <= 120) for e in snapshot.events)
 
 
 def _outcome_text(outcome: Mapping[str, Any] | None, steps: int) -> str:
@@ -236,7 +236,8 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
             "findings": [{"severity": f.severity.name, "object": f.object, "code": f.code, "message": f.message}
                          for f in findings.node(name)],
         })
-        if slurm and slurm.reason and not _event_says(snapshot, f"node/{name}", slurm.reason, slurm.reason_time):
+        if slurm and slurm.reason and not _event_says(snapshot, f"node/{name}", slurm.reason, slurm.reason_time,
+                                                       start):
             timeline.append({"time": slurm.reason_time, "source": "slurm", "object": f"node/{name}",
                              "severity": "WARNING",
                              "message": f"drain reason: {slurm.reason}"

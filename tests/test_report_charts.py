@@ -18,30 +18,38 @@ from hpctui.gpu_history import SeriesHistory
 from hpctui.model import ClusterSnapshot, Gpu, IbPort
 from hpctui.report import build_report, render_html, render_markdown
 from hpctui.report_charts import METRICS, time_axis, value_axis
-from hpctui.runtime import demo_runtime
+from hpctui.runtime import Runtime, demo_runtime
 
 METRIC = {m.key: m for m in METRICS}
 
 
 @pytest.fixture(scope="module")
-def demo_doc() -> dict[str, Any]:
+def demo_rt() -> Runtime:
     """The demo (seed 1, as the TUI starts it) after 12 samples: gpu0052's GPU 6 runs hot, gpu0007's
-    GPU 3 fell off the bus (Xid 79), gpu0025's mlx5_2 port is down."""
+    GPU 3 fell off the bus (Xid 79) and the node is drained, gpu0025's mlx5_2 port is down."""
     import asyncio
 
-    async def make() -> dict[str, Any]:
+    async def make() -> Runtime:
         clock = StepClock()
         rt = demo_runtime(seed=1, clock=clock, start_time=T0)
         for _ in range(12):
             await rt.collect_once()
             clock.t += 2.0
         await rt.stop()
-        snap = rt.store.snapshot()
-        return build_report(snap, nodes=["gpu0052", "gpu0007", "gpu0025"], jobs=[], since_s=3600,
-                            thresholds=rt.thresholds, history=rt.store.history.get, series=rt.store.series,
-                            user="alice", host="ops1")
+        return rt
 
     return asyncio.run(make())
+
+
+def demo_report(rt: Runtime, since_s: float = 3600) -> dict[str, Any]:
+    return build_report(rt.store.snapshot(), nodes=["gpu0052", "gpu0007", "gpu0025"], jobs=[], since_s=since_s,
+                        thresholds=rt.thresholds, history=rt.store.history.get, series=rt.store.series,
+                        user="alice", host="ops1")
+
+
+@pytest.fixture(scope="module")
+def demo_doc(demo_rt: Runtime) -> dict[str, Any]:
+    return demo_report(demo_rt)
 
 
 def chart(doc: dict[str, Any], node: str, metric: str) -> dict[str, Any]:
@@ -207,6 +215,12 @@ def test_a_drain_is_told_once(demo_doc: dict[str, Any]) -> None:
     """gpu0007 drained by root (Xid 79, RMA ticket): the node's reason and the drain event were two rows."""
     rows = [e for e in demo_doc["timeline"] if "RMA ticket 4411" in e["message"]]
     assert len(rows) == 1, rows
+
+
+def test_a_drain_older_than_the_window_is_still_told(demo_rt: Runtime) -> None:
+    """The drain event is older than a 10-minute window: the node's reason stands in for it."""
+    rows = [e for e in demo_report(demo_rt, since_s=600)["timeline"] if "RMA ticket 4411" in e["message"]]
+    assert [r["message"] for r in rows] == ["drain reason: xid 79 gpu3 - RMA ticket 4411 (by root)"]
 
 
 def test_report_charts_png_script(tmp_path: Path) -> None:
