@@ -5,6 +5,8 @@ audit trail; the three files are renderings of it. Every cluster string goes thr
 :func:`hpctui.sanitize.clean_text`, every secret from the config is redacted from every
 string, the HTML escapes everything and links nothing, and the Markdown backslash-escapes every cluster
 string (:func:`md_escape`) so that none of it renders as a link, an image, HTML or markup.
+The charts (per GPU and per IB port, the failing ones highlighted) are :mod:`hpctui.report_charts`:
+inline SVG in the HTML, text in the Markdown, their data in the JSON.
 """
 
 from __future__ import annotations
