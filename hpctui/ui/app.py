@@ -348,14 +348,16 @@ class HpcApp(App[None]):
     async def _export_report(self, nodes: Sequence[str]) -> None:
         """The audit log's tail is read in a thread (it may be big, or on NFS); then the report."""
         from hpctui.actions.audit import AuditRead
-        from hpctui.ui.report_export import export_report
+        from hpctui.ui.report_export import prepare_report, write_export
 
         log = self.runtime.executor.audit
-        got = await asyncio.to_thread(log.tail, intents=False) if log is not None else AuditRead()
+        got = await asyncio.to_thread(log.tail) if log is not None else AuditRead()  # intents: one row per id
         for warning in got.warnings:
             self.notify(warning, title="Incident report", severity="warning", markup=False)
         try:
-            out = export_report(self.runtime, nodes, self.export_screenshot, audit=got.records)
+            doc, directory = prepare_report(self.runtime, nodes, audit=got.records)
+            # rendering the charts takes a while: in a thread, off the UI (the document is made already)
+            out = await asyncio.to_thread(write_export, doc, directory, self.export_screenshot())
         except (OSError, ValueError) as exc:
             self.notify(f"report failed: {exc}", severity="error", markup=False)
             return
