@@ -19,7 +19,7 @@ from rich.console import RenderableType
 from rich.markup import escape
 from textual import events
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.driver import Driver
 from textual.screen import Screen
 from textual.timer import Timer

@@ -220,10 +220,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            title = TITLES.get(self.kind, self.kind.value)
-            if self.plan.steps:  # a plan spanning backends says so up front
-                title += " · " + " → ".join(step.label for step in self.plan.steps)
-            yield Label(title, id="title")
+            yield Label(self._title(), id="title")
             if self.modes:
                 yield Static(Text("\n".join(f"⚠ {line}" for line in self.already_lines)), id="already")
                 chosen = self.params.get("reason_mode", "keep")
@@ -243,6 +240,13 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
                 yield Button(run_label(self.plan), id="run", variant="error" if self.plan.destructive else "primary")
                 yield Button("Back", id="cancel")
         yield Static(Text(DIALOG_KEYS), id="dialog-keys")
+
+    def _title(self) -> str:
+        """What the action does; a plan spanning backends (or kept targets) names its steps."""
+        title = TITLES.get(self.kind, self.kind.value)
+        if self.plan.steps:  # a plan spanning backends says so up front
+            title += " · " + " → ".join(step.label for step in self.plan.steps)
+        return title
 
     def _placeholder(self, name: str) -> str:
         """What a parameter field asks for; the reason's depends on the reason_mode chosen."""
@@ -275,6 +279,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         return run if not run.disabled and run.display else self.query_one("#cancel", Button)
 
     def _refresh_controls(self) -> None:
+        self.query_one("#title", Label).update(self._title())  # keep/append/replace change the steps
         self.query_one("#plan", Static).update(render_plan(self.plan, frozenset(self.already_lines)))
         confirm = self.query_one("#confirm", Input)
         word = self.plan.confirm_word
