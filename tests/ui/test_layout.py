@@ -201,7 +201,8 @@ def test_fit_columns_drops_low_priority_first_and_grows() -> None:
     cols = _cols(("id", 8), ("part", 8), ("reason", 20))
     fit = {"id": Fit(100), "part": Fit(10), "reason": Fit(90, 10, grow=1)}
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 39)] == [("id", 8), ("part", 8), ("reason", 20)]
-    assert [(c.key, w) for c, w in fit_columns(cols, fit, 30)] == [("id", 8), ("part", 8), ("reason", 11)]
+    # (#22) a low-value column (priority below 50) goes before a column that matters is cut
+    assert [(c.key, w) for c, w in fit_columns(cols, fit, 30)] == [("id", 8), ("reason", 20)]
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 25)] == [("id", 8), ("reason", 15)]
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 60)] == [("id", 8), ("part", 8), ("reason", 41)]
     assert [c.key for c, _ in fit_columns(cols, fit, 3)] == ["id"]  # never empty
