@@ -12,7 +12,7 @@ NA_TEXT = "N/A"
 # Text styles for severities (the sev-* variables are tuned as cell backgrounds).
 SEVERITY_STYLE = {
     Severity.OK: "$success", Severity.INFO: "$primary", Severity.WARNING: "$warning",
-    Severity.ERROR: "$error", Severity.CRITICAL: "$sev-critical",
+    Severity.ERROR: "$error", Severity.CRITICAL: "$sev-critical-text",
 }
 SEVERITY_LABEL = {
     Severity.OK: "ok", Severity.INFO: "info", Severity.WARNING: "warn",

@@ -79,10 +79,10 @@ def gpu_lines(gpu: Gpu, t: Thresholds, columns: frozenset[str] | None = None) ->
     """One summary row per GPU plus detail rows for Xid, MIG, throttling, loss (``columns``:
     the titles to show, see :func:`gpu_columns_for`)."""
     if gpu.lost:
-        return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical bold"))]
-    ecc_style = "$sev-critical" if gpu.ecc_uncorrected_volatile else (
+        return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical-text bold"))]
+    ecc_style = "$sev-critical-text" if gpu.ecc_uncorrected_volatile else (
         "$warning" if (gpu.ecc_corrected_volatile or 0) >= t.ecc_corrected_warn else "")
-    remap_style = "$sev-critical" if gpu.remap_failure else ("$error" if gpu.remap_pending else "")
+    remap_style = "$sev-critical-text" if gpu.remap_failure else ("$error" if gpu.remap_pending else "")
     remap = "FAIL" if gpu.remap_failure else yes_no(gpu.remap_pending)
     power_style = "$warning" if (gpu.power_w is not None and gpu.power_limit_w
                                      and 100 * gpu.power_w / gpu.power_limit_w >= t.gpu_power_warn_pct) else ""

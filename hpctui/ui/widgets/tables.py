@@ -23,11 +23,12 @@ from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 T = TypeVar("T")
 
-# Text colours (readable on the table background): Textual's own status colours,
-# plus sev-critical, which every shipped theme keeps legible as text.
+# Text colours (readable on the table background): Textual's own status colours, plus
+# sev-critical-text (sev-critical is tuned as a cell background). Every shipped theme keeps them
+# at 4.5:1 on its backgrounds (tests/ui/test_contrast.py); the table re-checks for any theme.
 SEVERITY_VAR = {
     Severity.OK: None, Severity.INFO: "primary", Severity.WARNING: "warning",
-    Severity.ERROR: "error", Severity.CRITICAL: "sev-critical",
+    Severity.ERROR: "error", Severity.CRITICAL: "sev-critical-text",
 }
 JOB_STATE_VAR = {
     "RUNNING": "success", "PENDING": "warning", "FAILED": "error", "NODE_FAIL": "error",

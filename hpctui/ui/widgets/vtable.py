@@ -19,6 +19,7 @@ from rich.style import Style
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -28,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
+from hpctui.ui.contrast import readable
 from hpctui.ui.fmt import elide
 from hpctui.ui.keys import TABLE_KEYS, bindings, move_bindings
 from hpctui.ui.palette import Palette
@@ -284,6 +286,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._lines: dict[int, Strip] = {}
         self._palette: Palette | None = None
         self._styles: dict[str | None, Style] = {}
+        self._cursor_fg: dict[str, Style] = {}  # unfocused cursor: the style over each cell colour
+        self._bg: Color | None = None
         self._base_style = Style()
         gutter = 2 if markable else 0
         self._gutter = gutter
@@ -454,7 +458,18 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
     def _build_styles(self) -> None:
         self._palette = Palette.from_app(self.app)
         self._styles = {None: Style()}
+        self._cursor_fg = {}
+        self._bg = None  # read again on first use: the new theme's CSS may not be applied yet
         self._base_style = self.rich_style  # segments carry no background of their own
+
+    def _background(self) -> Color:
+        """The colour the rows are drawn on (cell text is made to read on it)."""
+        if self._bg is None:
+            rich_bg = self.rich_style.bgcolor
+            palette = self._palette or Palette.from_app(self.app)
+            fallback = palette.solid("surface") or Color(0, 0, 0)
+            self._bg = Color.from_rich_color(rich_bg) if rich_bg is not None else fallback
+        return self._bg
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         """Skip Textual's scrollbar refresh when nothing of ours changed.
@@ -498,10 +513,14 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         return [c.key for c, _ in self.col_layout]
 
     def _style(self, name: str | None) -> Style:
+        """The text style of theme colour ``name``, at 4.5:1 on the table's background whatever
+        the theme (contrast.readable; the shipped themes need no change)."""
         style = self._styles.get(name)
         if style is None:
             palette = self._palette or Palette.from_app(self.app)
-            style = self._styles[name] = palette.fg(name) if name else Style()
+            colour = palette.solid(name) if name else None
+            style = Style() if colour is None else Style(color=readable(colour, self._background()).rich_color)
+            self._styles[name] = style
         return style
 
     def _format_row(self, row: T) -> Strip:
@@ -552,21 +571,40 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             if cached is None:
                 cached = self._lines[index] = self._format_row(self.view[index])
             strip = cached
-            if index == self.cursor:
-                strip = strip.extend_cell_length(max(width + scroll_x, self._width), self._base_style)
-                # A post-style: the row's cells carry the table background, which a plain
-                # apply_style (a base style) would leave on top, hiding the cursor row.
-                strip = Strip(Segment.apply_style(strip, post_style=self._cursor_style()), strip.cell_length)
+            if index == self.cursor and self.can_focus:  # (a table that never takes focus, as on
+                strip = self._cursor_line(strip, max(width + scroll_x, self._width))  # the wall: no cursor)
         return strip.crop(scroll_x, scroll_x + width)
 
-    def _cursor_style(self) -> Style:
-        """Focused: the theme's cursor colour with contrasting bold text. Unfocused: a dimmer
-        tint that keeps the cells' own colours, so the row an action would hit stays visible."""
+    def _cursor_line(self, strip: Strip, width: int) -> Strip:
+        """The cursor row. Focused: the theme's cursor colour with contrasting bold text.
+        Unfocused: a dimmer tint that keeps the cells' own colours, each made to read on it
+        (4.5:1: an error row's red is lightened on a dark tint, not left red on teal), so the
+        row an action would hit stays visible and legible."""
+        strip = strip.extend_cell_length(width, self._base_style)
         palette = self._palette or Palette.from_app(self.app)
         if self.has_focus:
-            return palette.on("block-cursor-background", bold=True)
+            # A post-style: the row's cells carry the table background, which a plain
+            # apply_style (a base style) would leave on top, hiding the cursor row.
+            style = palette.on("block-cursor-background", bold=True)
+            return Strip(Segment.apply_style(strip, post_style=style), strip.cell_length)
         tint = palette.solid("block-cursor-blurred-background") or palette.solid("panel")
-        return Style(bgcolor=tint.rich_color) if tint is not None else Style(underline=True)
+        if tint is None:
+            return Strip(Segment.apply_style(strip, post_style=Style(underline=True)), strip.cell_length)
+        text = palette.solid("foreground") or Color(255, 255, 255)
+        segments = [Segment(seg.text, (seg.style or Style()) + self._cursor_cell(seg.style, tint, text))
+                    for seg in strip]
+        return Strip(segments, strip.cell_length)
+
+    def _cursor_cell(self, style: Style | None, tint: Color, text: Color) -> Style:
+        """The unfocused cursor's style over a cell of ``style``: the tint, and the cell's colour
+        (or the theme's text colour) made readable on it. Cached per colour."""
+        rich = style.color if style is not None else None
+        key = rich.name if rich is not None else ""
+        cell = self._cursor_fg.get(key)
+        if cell is None:
+            fg = Color.from_rich_color(rich) if rich is not None and rich.triplet is not None else text
+            cell = self._cursor_fg[key] = Style(bgcolor=tint.rich_color, color=readable(fg, tint).rich_color)
+        return cell
 
     def on_focus(self) -> None:
         self._refresh_cursor()
