@@ -74,8 +74,9 @@ def help_content(actions_enabled: bool, keymap: dict[str, str] | None = None) ->
         lines.append(Content.assemble((title, "bold underline")))
         for spec in specs:
             danger = "  (confirms first)" if spec.kind is not None else ""
-            lines.append(Content.assemble((f"  {display_key(spec, keymap):>7}  ", "bold $accent"), spec.description,
-                                         danger, (f"  [{spec.id}]", "$text-muted")))
+            what = f"{spec.description}{danger}"
+            lines.append(Content.assemble((f"  {display_key(spec, keymap):>7}  ", "bold $accent"), f"{what:<42}",
+                                         (f" [{spec.id}]", "$text-muted")))
     lines.append(Content(""))
     lines.append(Content.assemble(("Navigation", "bold underline")))
     lines.append(Content("  tab / shift+tab  move between panes;  arrows, pgup/pgdn, home/end  move the cursor"))

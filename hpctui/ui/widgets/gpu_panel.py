@@ -393,7 +393,7 @@ class GpuPanel(VerticalScroll):
         text = f"{name} {data[-1]:.0f}{unit}" if data else name
         if self._spark_labels.get(spark_id) != text:
             self._spark_labels[spark_id] = text
-            self.query_one(f"#{spark_id}-label", Label).update(text)
+            self.query_one(f"#{spark_id}-label", Label).update(text, layout=False)  # fixed width: no layout pass
 
     def on_resize(self) -> None:
         self.redraw()
