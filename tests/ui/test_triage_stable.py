@@ -1,0 +1,88 @@
+"""Issue #22 §2: triage that holds still — a stable problem order while a port flaps, an ``n``
+round that visits every problem node once, findings that name their part and say what to do,
+the explain view, and coalesced event repeats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from uikit import load
+
+from hpctui.model import Severity
+from hpctui.runtime import Runtime
+from hpctui.sim.incidents import Placement
+from hpctui.ui.app import HpcApp
+from hpctui.ui.widgets.problems import ProblemsPane
+
+
+def placement(runtime: Runtime) -> Placement:
+    return runtime.sources[0].sim.place  # type: ignore[attr-defined, no-any-return]
+
+
+async def test_problem_order_and_numbers_hold_still_while_a_port_flaps(make_runtime: Callable[..., Runtime],
+                                                                       clock: object) -> None:
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(200, 60)) as pilot:
+        pane = app.screen.query_one(ProblemsPane)
+        orders = []
+        fifth = []
+        for tick in range(8):
+            clock.t += 2.0  # type: ignore[attr-defined]
+            await load(app, pilot)
+            if tick >= 1:  # from the second tick on the flapping port has been down once
+                orders.append(list(pane.nodes))
+                await pilot.press("p", "5")
+                await pilot.pause()
+                fifth.append(app.dashboard.selected)
+                app.dashboard.heatmap.focus()
+        assert placement(app.runtime).flap_node in orders[0]
+        assert all(o == orders[0] for o in orders), f"the order reshuffled: {orders}"
+        assert len(set(fifth)) == 1, f"p 5 went to {fifth}"
+
+
+async def test_n_visits_every_problem_node_exactly_once_per_round(make_runtime: Callable[..., Runtime],
+                                                                  clock: object) -> None:
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(200, 60)) as pilot:
+        pane = app.screen.query_one(ProblemsPane)
+        await load(app, pilot)
+        visited = []
+        for _ in range(2 * len(pane.nodes)):  # two rounds, a tick (a flap) between key presses
+            clock.t += 2.0  # type: ignore[attr-defined]
+            await load(app, pilot)
+            await pilot.press("n")
+            await pilot.pause()
+            visited.append(app.dashboard.selected)
+        nodes = pane.nodes
+        first, second = visited[:len(nodes)], visited[len(nodes):]
+        assert sorted(first) == sorted(nodes) and sorted(second) == sorted(nodes), visited
+        assert placement(app.runtime).notready_node in first, "the NotReady node is in the round"
+        assert first == nodes and second == nodes, "in the problem order"
+
+
+def test_walk_keeps_its_round_when_the_order_changes() -> None:
+    from hpctui.ui.widgets.problems import ProblemWalk
+
+    walk = ProblemWalk()
+    assert walk.next(["a", "b", "c"], None, 1) == "a"
+    assert walk.next(["b", "a", "c"], "a", 1) == "c", "b moved before a: not skipped, c then b"
+    assert walk.next(["b", "a", "c"], "c", 1) == "b"
+    assert walk.next(["b", "a", "c"], "b", 1) == "a", "a new round"
+    assert walk.next(["x"], "x", 1) == "x" and walk.next([], None, 1) is None
+
+
+def test_peak_severity_keeps_a_flapping_node_in_its_band() -> None:
+    from hpctui.health import Finding
+    from hpctui.model import ClusterSnapshot
+    from hpctui.ui.widgets.problems import ProblemMemory
+
+    memory = ProblemMemory(window_s=100)
+    down = Finding(severity=Severity.ERROR, object="ib/n2/mlx5_0:1", code="ib_down", message="port DOWN")
+    flapped = Finding(severity=Severity.WARNING, object="ib/n2/mlx5_0:1", code="ib_flapped", message="flapped")
+    other = Finding(severity=Severity.ERROR, object="mount/n1:/x", code="mount_missing", message="missing")
+    memory.update(ClusterSnapshot(cluster="c", time=10.0), [other, down])
+    assert memory.order(["n2", "n1"]) == ["n1", "n2"]
+    memory.update(ClusterSnapshot(cluster="c", time=20.0), [other, flapped])
+    assert memory.peak_severity("n2") == Severity.ERROR and memory.order(["n1", "n2"]) == ["n1", "n2"]
+    memory.update(ClusterSnapshot(cluster="c", time=200.0), [other, flapped])
+    assert memory.peak_severity("n2") == Severity.WARNING, "after the window it ranks by what it is now"
