@@ -86,3 +86,42 @@ def test_peak_severity_keeps_a_flapping_node_in_its_band() -> None:
     assert memory.peak_severity("n2") == Severity.ERROR and memory.order(["n1", "n2"]) == ["n1", "n2"]
     memory.update(ClusterSnapshot(cluster="c", time=200.0), [other, flapped])
     assert memory.peak_severity("n2") == Severity.WARNING, "after the window it ranks by what it is now"
+
+
+async def test_ecc_increments_and_link_flaps_coalesce_into_one_row_each(make_runtime: Callable[..., Runtime],
+                                                                          clock: object) -> None:
+    from hpctui.ui.widgets.events import EventsPane
+
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(200, 60)) as pilot:
+        for _ in range(10):
+            clock.t += 2.0  # type: ignore[attr-defined]
+            await load(app, pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        table = app.screen.query_one(EventsPane).table
+        p = placement(app.runtime)
+        ecc = [r for r in table.view if r.object == f"gpu/{p.ecc_node}/{p.ecc_gpu}"]
+        flap_down = [r for r in table.view if r.object.startswith(f"ib/{p.flap_node}/") and "link down" in r.message]
+        assert len(ecc) == 1, [r.message for r in ecc]  # the climbing count: the first reading and ten more
+        climbing = ecc[0]
+        assert climbing.count == 11 and climbing.first < climbing.time  # type: ignore[attr-defined]
+        assert len(flap_down) == 1 and flap_down[0].count >= 5  # type: ignore[attr-defined]
+        text = table.render_line(0).text + "".join(table.render_line(y).text for y in range(1, 12))
+        assert f"×{climbing.count} " in text, "the count and time span are on screen"  # type: ignore[attr-defined]
+
+
+def test_coalesce_keeps_actions_and_splits_on_a_long_gap() -> None:
+    from hpctui.model import Event
+    from hpctui.ui.widgets.events import EventRun, coalesce
+
+    def ev(t: float, msg: str, source: str = "gpu", obj: str = "gpu/n1/0") -> Event:
+        return Event(time=t, source=source, object=obj, severity=Severity.ERROR, message=msg)
+
+    events = [ev(9000, "ECC 9"), ev(8990, "ECC 8"), ev(8980, "ECC 7"), ev(10, "ECC 1"),
+              ev(8985, "drain", source="action", obj="node/n1"), ev(8984, "drain", source="action", obj="node/n1")]
+    rows = coalesce(sorted(events, key=lambda e: e.time, reverse=True))
+    assert isinstance(rows[0], EventRun) and rows[0].count == 3 and rows[0].first == 8980
+    assert rows[0].message == "ECC 9", "the newest message"
+    assert sum(1 for r in rows if r.source == "action") == 2, "admin actions keep a row each"
+    assert rows[-1].message == "ECC 1" and not isinstance(rows[-1], EventRun), "hours later: a row of its own"
