@@ -125,3 +125,67 @@ def test_coalesce_keeps_actions_and_splits_on_a_long_gap() -> None:
     assert rows[0].message == "ECC 9", "the newest message"
     assert sum(1 for r in rows if r.source == "action") == 2, "admin actions keep a row each"
     assert rows[-1].message == "ECC 1" and not isinstance(rows[-1], EventRun), "hours later: a row of its own"
+
+
+def test_every_finding_code_has_a_recommended_action() -> None:
+    import re
+    from pathlib import Path
+
+    import hpctui.health as health
+    from hpctui.model.gpu import XID_MEANING
+
+    source = Path(health.__file__).read_text()
+    codes = set(re.findall(r'code="([A-Za-z0-9_]+)"', source))
+    codes |= {f"mount_{state.value}" for state in health._MOUNT_SEVERITY}
+    codes |= {"MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"}
+    codes |= {f"xid{x}" for x in XID_MEANING} | {"ib_flap_recovered", "sxid12028"}
+    fallback = health.recommended_action("no_such_code")
+    missing = sorted(c for c in codes if health.recommended_action(c) == fallback)
+    assert not missing, f"codes without a recommended action: {missing}"
+
+
+async def test_findings_name_their_component(make_runtime: Callable[..., Runtime]) -> None:
+    from hpctui.findings import findings_for
+
+    runtime = make_runtime(seed=1)
+    await runtime.collect_once()
+    await runtime.collect_once()
+    found = list(findings_for(runtime.store.snapshot(), runtime.thresholds))
+    assert {f.object.split("/", 1)[0] for f in found} >= {"gpu", "ib", "mount", "node"}
+    for f in found:
+        kind, _, rest = f.object.partition("/")
+        if kind == "gpu":
+            assert f"GPU {rest.rsplit('/', 1)[1]}" in f.message, f
+        elif kind == "ib":
+            device, port = rest.split("/", 1)[1].split(":")
+            assert f"{device} port {port}" in f.message, f
+        elif kind in ("mount", "service"):
+            assert rest.split(":", 1)[1] in f.message, f
+        assert f.action and "see the evidence" not in f.action, f
+
+
+async def test_enter_on_a_problem_explains_it(make_runtime: Callable[..., Runtime], clock: object) -> None:
+    from hpctui.ui.screens.explain import ExplainScreen
+
+    app = HpcApp(make_runtime(seed=1), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(3):
+            clock.t += 2.0  # type: ignore[attr-defined]
+            await load(app, pilot)
+        p = placement(app.runtime)
+        pane = app.screen.query_one(ProblemsPane)
+        await pilot.press("p", str(pane.nodes.index(p.flap_node) + 1), "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ExplainScreen)
+        assert app.dashboard.selected == p.flap_node
+        text = app.screen.explained.text()
+        for part in ("Evidence", "History", "Related events", "Next", f"{p.flap_dev} port 1", "link_downed",
+                     "went bad", "link down", "reseat or replace"):
+            assert part in text, part
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.dashboard
+        await pilot.press("p", str(pane.nodes.index(p.thermal_node) + 1), "enter")
+        await pilot.pause()
+        text = app.screen.explained.text()  # type: ignore[attr-defined]
+        assert "warn ≥ 83, error ≥ 88" in text and "UUID" in text and "check cooling" in text

@@ -3,13 +3,15 @@
 Findings are read only through :func:`hpctui.findings.findings_for` (one shared index per
 snapshot). Each row names the node, the GPU index (for GPU findings), what is wrong, since
 when (the earliest stored event on the same object, else when this view first saw it) and
-the source that reported it. ``enter`` selects the row's node everywhere; ``1``–``9`` jump to
-(and select) the n-th problem node; the dashboard's ``n``/``N`` walk the same order.
+the source that reported it. ``enter`` selects the row's node everywhere and opens the explain
+view (the evidence, history, related events and next step: hpctui.ui.screens.explain);
+``1``–``9`` jump to (and select) the n-th problem node; the dashboard's ``n``/``N`` walk the
+same order, which holds still (:meth:`ProblemMemory.order`, :class:`ProblemWalk`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -220,15 +222,17 @@ def _search(row: ProblemRow) -> str:
 
 
 class ProblemsTable(VirtualTable[ProblemRow]):
-    """Rows of findings; ``enter`` selects the row's node, ``1``–``9`` the n-th problem node."""
+    """Rows of findings; ``enter`` selects the row's node and explains the row, ``1``–``9`` select
+    the n-th problem node."""
 
     BINDINGS = [
-        Binding("enter", "select_node", "Select node"),
+        Binding("enter", "select_node", "Explain"),
         *[Binding(str(d), f"jump_group({d})", show=False) for d in range(1, 10)],
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
         self.now = [0.0]
+        self.explain: Callable[[ProblemRow], None] | None = None  # set by the pane: opens the explain view
         super().__init__(_columns(self.now), row_key=lambda r: f"{r.finding.object}#{r.finding.code}",
                          search_text=_search, row_style=lambda r: SEVERITY_VAR[r.severity],
                          row_nodes=lambda r: (r.node,), id=id)
@@ -237,6 +241,8 @@ class ProblemsTable(VirtualTable[ProblemRow]):
         row = self.cursor_row
         if row is not None:
             self.post_message(NodeRequested(row.node))
+            if self.explain is not None:
+                self.explain(row)
 
     def point_at(self, node: str) -> None:
         """Put the cursor on ``node``'s first row (n/N keep the list in step)."""
@@ -267,7 +273,29 @@ class ProblemsPane(TablePane):
         self.memory = ProblemMemory(thresholds.flap_window_s)
         self.nodes: list[str] = []  # problem nodes in the stable problem order: the order n/N walk
         self.walk = ProblemWalk()
+        self.snapshot: ClusterSnapshot | None = None  # the one the rows were built from
         self._request = 0
+        self.problems.explain = self.explain_row
+
+    def explain_row(self, row: ProblemRow) -> None:
+        """Open the explain view of ``row`` (its evidence in the snapshot the rows came from)."""
+        from hpctui.ui.screens.explain import ExplainScreen, explain
+
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        memory = self.memory
+        key = (row.finding.object, row.finding.code.removesuffix("_recovered"))
+        runtime = getattr(self.app, "runtime", None)
+        series = getattr(getattr(runtime, "store", None), "series", None)
+        if series is not None:
+            series.watch(row.node)  # the charts' per-GPU history: from now on for this node
+        finding = memory.current.get(key) or memory.recovered.get(key) or row.finding
+        index = findings_for(snapshot, self.thresholds)
+        explained = explain(snapshot, finding, self.thresholds, since=row.since, bad_count=memory.bad_count.get(key, 1),
+                            last_bad=memory.last_bad.get(key), node_findings=index.node(row.node),
+                            events=snapshot.events, series=series, number=row.number, window_s=memory.window_s)
+        self.app.push_screen(ExplainScreen(explained, row.severity))
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         self._request += 1
@@ -286,6 +314,7 @@ class ProblemsPane(TablePane):
         if request != self._request:
             return
         memory = self.memory
+        self.snapshot = snapshot
         memory.update(snapshot, [f for _, fs in groups for f in fs])
         by_node: dict[str, list[tuple[Finding, float, str]]] = {node: memory.row_findings(fs) for node, fs in groups}
         for key, old in memory.recovered.items():  # flap memory: cleared, but not forgotten yet
@@ -308,7 +337,7 @@ class ProblemsPane(TablePane):
 
     def update_title(self, extra: str = "") -> None:
         n = len(self.nodes)
-        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: select · 1-9 · n/N" if n else
+        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: explain · 1-9 · n/N" if n else
                                        "nothing of warning or worse"))
 
 
