@@ -87,3 +87,25 @@ def test_fit_cells_scales_with_nodes_and_screen() -> None:
     assert fit_cells(80, rows(80), 50, 20, min_width=2) == (7, 1), "the dashboard's cells: one line"
     w, h = fit_cells(16, rows(16), 300, 80, max_width=16, max_height=5)
     assert (w, h) == (16, 5) and w >= 2 * h - 1
+
+
+@pytest.mark.parametrize(("demo_size", "size"), [(4096, (160, 50)), (4096, (300, 80)), (64, (80, 24))])
+async def test_dashboard_problem_nodes_always_on_screen(make_runtime: Callable[..., Runtime], demo_size: int,
+                                                        size: tuple[int, int]) -> None:
+    app = HpcApp(make_runtime(size=demo_size, seed=1), autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await load(app, pilot)
+        await load(app, pilot)
+        hm = app.dashboard.heatmap
+        index = findings_for(app.runtime.store.snapshot(), app.runtime.thresholds)
+        bad = [n for n in hm.names if index.severity(n) >= Severity.WARNING]
+        assert bad
+        shown = visible_nodes(hm)
+        top = int(hm.scroll_offset.y) // getattr(hm, "cell_height", 1) * hm.columns
+        on_screen = set(hm.names[top:top + shown])
+        assert set(bad) <= on_screen, f"{len(set(bad) - on_screen)} problem nodes off screen"
+        if shown < len(hm.names):
+            assert hm.problems_first, "not every node fits: problem nodes first"
+        await pilot.press("P")  # the key still decides, and then it sticks
+        await pilot.pause()
+        assert hm.problems_first is (shown == len(hm.names))

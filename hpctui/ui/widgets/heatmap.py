@@ -134,7 +134,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
         settings = settings or HeatmapSettings()
         self.group_by: str = settings.group_by
         self.palette_name: str = settings.palette
-        self.problems_first = settings.problems_first
+        # problems first: always, never, or (None in the settings) while not every node fits, so
+        # the problem nodes are on screen at any size without scrolling
+        self.auto_problems_first = settings.problems_first is None
+        self.problems_first = bool(settings.problems_first)
         self.rack_of = settings.rack_of()
         self.zoom: str | None = None  # the group shown alone (larger cells), or None
         # (label, start, end) over self.names; one unlabelled group when not grouping
@@ -214,8 +217,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
         return out, groups
 
     def set_grouping(self, group_by: str | None = None, *, problems_first: bool | None = None,
-                     zoom: str | bool | None = False) -> None:
-        """Change grouping / problems-first / zoom (``zoom=False`` keeps it) and re-lay out."""
+                     zoom: str | bool | None = False, auto: bool = False) -> None:
+        """Change grouping / problems-first / zoom (``zoom=False`` keeps it) and re-lay out; a
+        problems-first choice not made ``auto`` (by the overflow rule) ends the automatic one."""
+        if problems_first is not None and not auto:
+            self.auto_problems_first = False
         if group_by is not None and group_by != self.group_by:
             self.group_by = group_by
             self.zoom = None
@@ -393,6 +399,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._lines.clear()
         self._relayout()
         self.virtual_size = Size(self._cols * self.cell_width, self._total_rows * self.cell_height)
+        height = region.height or self.size.height
+        if self.auto_problems_first and height > 0 and self.names:
+            overflow = self._total_rows * self.cell_height > height
+            if overflow != self.problems_first:
+                self.set_grouping(problems_first=overflow, auto=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self._update_virtual_size()
