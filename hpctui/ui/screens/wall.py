@@ -254,7 +254,7 @@ class WallScreen(Screen[None]):
         self._pods_in: object = None
         self._panel_title = ""
         self._age_shown: tuple[str, bool] | None = None
-        self._heat_fit: tuple[int, ...] | None = None
+        self._heat_fit: tuple[object, ...] | None = None
         self._worst_shown: Content | None = None
         thresholds: Thresholds = runtime.thresholds
         self.heatmap = NodeHeatmap(thresholds, cell_width=WALL_CELL_WIDTH, actions_enabled=False,
