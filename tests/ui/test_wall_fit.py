@@ -47,7 +47,7 @@ async def test_wall_heatmap_fits_every_node_and_lists_every_problem(make_runtime
         problem_nodes = {n for n in index.by_node if index.severity(n) >= Severity.WARNING}
         table = wall.top_problems.problems
         listed = {r.node for r in table.view if r.node}
-        assert listed == problem_nodes, "one row per problem node, every one"
+        assert listed == problem_nodes, "every problem node has a row"
         assert table.size.height - 1 >= len(table.view), "every row on screen"
         worst = wall.worst
         assert worst is not None

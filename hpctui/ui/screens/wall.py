@@ -8,8 +8,9 @@ the queue, the event timeline.
 The heatmap view fills the screen: the heatmap's cells are as big as the node count and the
 screen allow (up to 12×3, down to one character at thousands of nodes: :func:`wall_heat_layout`),
 the worst node's reason and next step sit on a line of their own that wraps rather than cuts,
-and the problem list under it shows one row per problem node, every one of them, or as many as
-fit and a last row "+N more" with their counts by kind (:func:`fit_problem_rows`). Nothing on it takes focus and no key is shown: the app
+and the problem list under it shows every finding when they fit, else one row per problem node,
+every one of them, or as many as fit and a last row "+N more" with their counts by kind
+(:func:`fit_problem_rows`). Nothing on it takes focus and no key is shown: the app
 disables every binding but quit while the wall is up (see ``HpcApp.check_action``).
 
 Rotation and the clock follow ``runtime.clock`` (ticked once a second by a timer), so a test
@@ -176,8 +177,9 @@ def fit_problem_rows(rows: Sequence[ProblemRow], all_rows: Sequence[ProblemRow],
 
 
 class WallProblemsPane(ProblemsPane):
-    """The problem list without its key hints (nothing on the wall is actionable): one row per
-    problem node, all of them or as many as fit and "+N more" (see :func:`fit_problem_rows`)."""
+    """The problem list without its key hints (nothing on the wall is actionable): every finding
+    when they fit, else one row per problem node, all of them or as many as fit and "+N more"
+    (see :func:`fit_problem_rows`)."""
 
     def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
         super().__init__(thresholds, id=id)
@@ -194,8 +196,12 @@ class WallProblemsPane(ProblemsPane):
         self._fit()
 
     def _fit(self) -> None:
-        lines = self.problems.size.height - 1  # the header line
-        super().set_rows(fit_problem_rows(self._per_node, self._all, lines if self.problems.size.height else 0))
+        """Every finding when they all fit; else one row per node; else as many nodes as fit and "+N more"."""
+        lines = self.problems.size.height - 1 if self.problems.size.height else 0  # less the header line
+        if len(self._all) <= lines or not lines:
+            super().set_rows(self._all)
+            return
+        super().set_rows(fit_problem_rows(self._per_node, self._all, lines))
 
     def update_title(self, extra: str = "") -> None:
         n = len(self.nodes)

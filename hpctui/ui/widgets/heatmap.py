@@ -196,6 +196,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def _arrange(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[tuple[str, int, int]]]:
         """The node order and groups for the grouping, zoom and problems-first settings."""
         names = node_names(snapshot)
+        if self.auto_problems_first:  # decided before arranging: no second pass, no second worker
+            self.problems_first = self._overflows(len(names))
         if self.group_by == "none" and not self.problems_first:
             return names, [(NO_GROUP, 0, len(names))]
         severity: dict[str, int] | None = None
@@ -344,6 +346,17 @@ class NodeHeatmap(ScrollView, can_focus=True):
         return fit_cells(len(self.names), self._rows_needed, width, height, min_width=self.min_cell_width,
                          max_width=self.max_cell_width, max_height=1 if self.labelled else self.max_cell_height)
 
+    def _overflows(self, nodes: int) -> bool:
+        """Whether ``nodes`` cells (and the current groups' label rows) do not all fit on screen,
+        even with the smallest cell: the rule of the automatic problems-first order."""
+        region = self.scrollable_content_region
+        width, height = region.width or self.size.width, region.height or self.size.height
+        if width <= 0 or height <= 0 or not nodes:
+            return False
+        cols = max(1, width // self.min_cell_width)
+        labels = len(self.groups) if self.labelled else 0
+        return -(-nodes // cols) + labels > height
+
     def _fit_cell_width(self, width: int, height: int) -> int:
         """The width of :meth:`_fit_cell`'s cell."""
         return self._fit_cell(width, height)[0]
@@ -399,11 +412,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._lines.clear()
         self._relayout()
         self.virtual_size = Size(self._cols * self.cell_width, self._total_rows * self.cell_height)
-        height = region.height or self.size.height
-        if self.auto_problems_first and height > 0 and self.names:
-            overflow = self._total_rows * self.cell_height > height
-            if overflow != self.problems_first:
-                self.set_grouping(problems_first=overflow, auto=True)
+        if self.auto_problems_first and self.names and self._overflows(len(self.names)) != self.problems_first:
+            self.set_grouping(problems_first=not self.problems_first, auto=True)  # resized past the edge
 
     def on_resize(self, event: events.Resize) -> None:
         self._update_virtual_size()
