@@ -45,9 +45,11 @@ from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.problems import SEVERITY_WORD, ProblemRow, ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, status_content
 from hpctui.ui.widgets.tables import QueueTable, pod_table, pod_trouble_first
+from hpctui.ui.widgets.vtable import Fit
 
 WALL_CELL_WIDTH = 1  # the heatmap's smallest cell on the wall: one character (thousands of nodes)
 WALL_MAX_CELL = (16, 5)  # and its biggest: a node name in a block five lines tall
+WALL_PROBLEM_FIT = {**TABLE_FITS["problems"], "what": Fit(99, 12, grow=1)}
 WALL_PANEL_MIN = 40  # the node panel's narrowest: what it gives up when the heatmap needs the width
 WALL_PROBLEM_LINES = 8  # the problem list keeps at least this many lines (header and borders included)
 VIEW_TITLES = {"heatmap": "Nodes", "problems": "Problems", "queue": "Slurm queue", "events": "Events",
@@ -125,11 +127,11 @@ def wall_heat_layout(nodes: int, width: int, height: int, problem_nodes: int, le
     """How the wall's left column (``width`` × ``height``, borders included) is shared: the heatmap
     pane's height, its cells' (width, height), and whether every node fits. The problem list gets
     what the heatmap does not need, and at least its rows for every problem node (or
-    ``WALL_PROBLEM_LINES``), whichever is less; the heatmap takes the biggest cells that fit what
-    is left (:func:`fit_cells`)."""
+    ``WALL_PROBLEM_LINES``), whichever is less, while the heatmap keeps a third of the height at
+    least; the heatmap takes the biggest cells that fit what is left (:func:`fit_cells`)."""
     inner_w = max(1, width - 2 - 2)  # borders, the heatmap's scrollbar gutter
     problems = min(max(WALL_PROBLEM_LINES, problem_nodes + 3), max(WALL_PROBLEM_LINES, height // 2))
-    budget = max(1, height - problems - worst_lines - legend_lines - 2)
+    budget = max(height // 3, height - problems - worst_lines - legend_lines - 2)  # a small wall: a third at least
     cw, ch = fit_cells(nodes, lambda cols: -(-nodes // cols), inner_w, budget, min_width=WALL_CELL_WIDTH,
                        max_width=WALL_MAX_CELL[0], max_height=WALL_MAX_CELL[1])
     rows = -(-nodes // max(1, inner_w // cw)) if nodes else 1
@@ -183,7 +185,7 @@ class WallProblemsPane(ProblemsPane):
 
     def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
         super().__init__(thresholds, id=id)
-        self.problems.column_fit = TABLE_FITS["problems"]  # columns share the width as on the dashboard
+        self.problems.column_fit = WALL_PROBLEM_FIT  # columns share the width; WHAT is the last to go
         self._all: list[ProblemRow] = []
         self._per_node: list[ProblemRow] = []
 
@@ -208,14 +210,17 @@ class WallProblemsPane(ProblemsPane):
         super().update_title(extra or (f"{n} node{'s' if n != 1 else ''}" if n else "nothing of warning or worse"))
 
 
-def worst_content(node: str | None, findings: FindingsIndex) -> Content:
-    """The worst node's worst finding and its next step, for the line that never cuts it."""
+def worst_content(node: str | None, findings: FindingsIndex, width: int = 0) -> Content:
+    """The worst node's worst finding and its next step, for the line that never cuts it; when
+    ``width`` is so narrow that the step would wrap past two lines, the reason alone."""
     if node is None or not findings.node(node):
         return Content.assemble(("No problem node", "bold $success"))
     f = findings.node(node)[0]
     colour = "$error" if f.severity >= Severity.ERROR else "$warning"
-    return Content.assemble((f"WORST {node}", f"bold {colour}"), " · ", (SEVERITY_WORD.get(f.severity, ""), colour), " ",
-                            (f.message, "bold"), ("  → ", "$text-muted"), (f.action, "$foreground"))
+    reason = Content.assemble((f"WORST {node}", f"bold {colour}"), " · ", (SEVERITY_WORD.get(f.severity, ""), colour),
+                              " ", (f.message, "bold"))
+    full = Content.assemble(reason, ("  → ", "$text-muted"), (f.action, "$foreground"))
+    return full if width <= 0 or len(full.wrap(width)) <= 2 else reason
 
 
 class WallScreen(Screen[None]):
@@ -372,7 +377,7 @@ class WallScreen(Screen[None]):
             widget.show(getattr(counts, name))
         self.worst = worst_node(findings)
         if "heatmap" in self.views:
-            worst = worst_content(self.worst, findings)
+            worst = worst_content(self.worst, findings, self.query_one("#wall-heatmap-left").size.width - 2)
             if worst != self._worst_shown:
                 self._worst_shown = worst
                 self.query_one("#wall-worst", Static).update(worst)
@@ -411,9 +416,9 @@ class WallScreen(Screen[None]):
         if key == self._heat_fit:
             return
         self._heat_fit = key
-        usual = view_w * 2 // 3  # the CSS's 2fr : 1fr
-        for width in (usual, max(usual, view_w - WALL_PANEL_MIN)):
-            worst_lines = max(1, -(-(self._worst_shown.cell_length if self._worst_shown else 0) // max(1, width - 2)))
+        usual = min(view_w * 2 // 3, view_w - WALL_PANEL_MIN)  # the CSS's 2fr : 1fr, the panel's min-width
+        for width in (usual, view_w - WALL_PANEL_MIN):
+            worst_lines = len(self._worst_shown.wrap(max(1, width - 2))) if self._worst_shown else 1  # padding
             legend = str(legend_content(self.heatmap.metric, self.heatmap.thresholds, self.heatmap.palette_name,
                                         max(1, width - 2))).count("\n") + 1
             pane_h, _, _, fits = wall_heat_layout(len(self.heatmap.names), width, height, problem_nodes, legend,
