@@ -42,6 +42,10 @@ class FindingsIndex:
     def severity(self, name: str) -> Severity:
         return self._worst.get(name, Severity.OK)
 
+    def severities(self) -> dict[str, Severity]:
+        """Every node's worst severity (read-only: shared by every reader of this snapshot)."""
+        return self._worst
+
     def by_object(self, obj: str) -> tuple[Finding, ...]:
         """Findings of one object ("ib/gpu01/mlx5_0:1", "mount/gpu01:/lustre", ...)."""
         node = obj.split("/", 2)[1].split(":", 1)[0] if "/" in obj else obj

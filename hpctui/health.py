@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Meta
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
-from hpctui.model.gpu import XID_MEANING, xid_severity
+from hpctui.model.gpu import XID_ACTION, XID_MEANING, xid_severity
 from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, sxid_class
 from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
 
@@ -38,10 +38,86 @@ class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing wrong with one component. The message names the component (GPU index, port,
+    mount, service, pod, switch; node-level findings name the node by their object), and
+    :attr:`action` says in one line what to do about it."""
+
     severity: Severity
     object: str  # "node/gpu01", "gpu/gpu01/3", "ib/gpu01/mlx5_0:1", "mount/gpu01:/lustre"
     code: str  # short machine-friendly code: "xid79", "ecc_dbe", "ib_rate", ...
     message: str
+
+    @property
+    def action(self) -> str:
+        """The recommended next step (FACTS), looked up by code: nothing is stored per finding."""
+        text = recommended_action(self.code, self.severity)
+        if "{" not in text:
+            return text
+        kind, _, rest = self.object.partition("/")
+        node, _, name = rest.partition(":") if kind in ("service", "mount") else (rest.split("/", 1)[0], "", "")
+        return text.replace("{node}", node).replace("{name}", name)
+
+
+# The recommended next step per finding code (FACTS §1 Xid catalogue and GPU memory errors, §3 drain
+# semantics, §4 IB link signals, §5 mount health, §6 Kubernetes node conditions, §8 NVSwitch/fabric).
+# Xid codes ("xid79") use XID_ACTION; "<code>_recovered" rows use their code's action.
+ACTIONS: dict[str, str] = {
+    "gpu_lost": "drain the node and reboot it (Xid 79: fallen off the bus); RMA if it comes back",
+    "gpu_reset_required": "drain, stop the GPU's processes, nvidia-smi -r (or reboot the node)",
+    "fabric": "check nvidia-fabricmanager (systemctl status); drain, restart it, reset the GPUs",
+    "ecc_uncorrected": "drain the node, then reset the GPU (nvidia-smi -r) to apply the row remap",
+    "ecc_corrected": "watch the trend; reset the GPU when convenient; support if it keeps rising",
+    "remap_failure": "RMA candidate: drain the node, reset the GPU, contact NVIDIA support",
+    "remap_pending": "drain, then reset the GPU (nvidia-smi -r) to apply the pending remap",
+    "temp": "check cooling: fans, airflow, inlet temperature; compare with the node's other GPUs",
+    "hbm_temp": "check cooling (HBM runs hot before the core does); lower power or drain if it climbs",
+    "thermal_throttle": "check cooling: fans, airflow, inlet temperature; clocks stay low until it cools",
+    "pcie_width": "check nvidia-smi -q -d PCIE under load; reseat the GPU or its riser if it stays narrow",
+    "pcie_gen": "check nvidia-smi -q -d PCIE under load; reseat the GPU or check the BIOS link speed",
+    "nvlink_inactive": "check nvidia-smi nvlink -s and the fabric manager; reset the GPUs or reboot",
+    "nvlink_down": "check nvidia-smi nvlink -s (the peer GPU may be the cause); reset the GPUs or reboot",
+    "nvlink_errors": "watch the counters; reset the GPUs if they keep rising; support if it persists",
+    "gpu_stray_process": "find the process's owner (its cgroup); kill it if no job owns it",
+    "service_failed": "systemctl status {name} / journalctl -u {name} on {node}; fix and restart it",
+    "service_inactive": "systemctl start {name} on {node} if the node needs it",
+    "ib_down": "check the cable and switch port (ibstat, iblinkinfo); reseat or replace the cable",
+    "ib_rate": "reseat the cable; iblinkinfo names what the link could run at",
+    "ib_flap": "bad cable or transceiver: reseat or replace it; drain the node if it keeps flapping",
+    "ib_flapped": "bad cable or transceiver: reseat or replace it; drain the node if it keeps flapping",
+    "ib_errors": "symbol/link errors rising: reseat or replace the cable (xmit_wait is congestion)",
+    "mount_hung": "check the file server (dmesg: server not responding; lfs check servers); drain the node",
+    "mount_missing": "mount it again; check fstab or the automounter",
+    "mount_read-only": "check dmesg for the error that remounted it read-only; remount or drain",
+    "mount_degraded": "check the file system's targets (lfs df, beegfs-ctl --listtargets, ceph health)",
+    "mount_slow": "check the file server's load and the network to it",
+    "slurm_down": "find the cause (scontrol show node {node}, slurmd log); fix it, then State=RESUME",
+    "slurm_drain": "when the cause is fixed: scontrol update NodeName={node} State=RESUME",
+    "k8s_notready": "check the kubelet (systemctl status kubelet, journalctl -u kubelet) and the network",
+    "k8s_cordoned": "kubectl uncordon {node} when the work on it is done",
+    "MemoryPressure": "free memory on the node (the kubelet evicts pods under pressure)",
+    "DiskPressure": "free disk space on the node (images, logs, emptyDir)",
+    "PIDPressure": "find the process that forks without end; raise the PID limit if the load is real",
+    "NetworkUnavailable": "check the node's CNI pod and its network configuration",
+    "platform_pod": "kubectl describe / logs the pod; the node's GPUs are not usable while it is down",
+    "probe_late": "check the node's load and the probe's commands (a slow nvidia-smi, a hung mount)",
+    "probe_unreachable": "check SSH to the node (is it up? ssh it by hand); see the error",
+    "probe_pending": "wait for the first probe",
+}
+
+
+def recommended_action(code: str, severity: Severity = Severity.WARNING) -> str:
+    """The one-line next step for a finding ``code`` (see ACTIONS); never empty."""
+    code = code.removesuffix("_recovered")
+    action = ACTIONS.get(code)
+    if action is not None:
+        return action
+    if code.startswith("xid") and code[3:].isdigit():
+        return XID_ACTION.get(int(code[3:]), "look the Xid up in NVIDIA's Xid catalog; reset the GPU if it repeats")
+    if code.startswith("sxid"):
+        if severity >= Severity.CRITICAL:
+            return "fatal SXid: reset all GPUs and NVSwitches of the node (or reboot it)"
+        return "non-fatal SXid: none needed unless it repeats; check cabling for 20012"
+    return "see the evidence (enter) and the node's other findings"
 
 
 def gpu_findings(gpu: Gpu, t: Thresholds) -> list[Finding]:
@@ -121,12 +197,12 @@ def nvlink_findings(gpu: Gpu, peers_linked: bool = False) -> list[Finding]:
     down = [link.link for link in gpu.nvlinks if link.up is False]
     if down:
         out.append(Finding(severity=Severity.ERROR, object=obj, code="nvlink_down",
-                           message=f"NVLink {', '.join(map(str, down))} down"))
+                           message=f"GPU {gpu.index}: NVLink {', '.join(map(str, down))} down"))
     rising = [f"link {link.link} " + " ".join(f"{k}+{v}" for k, v in sorted(link.deltas.items()) if v > 0)
               for link in gpu.nvlinks if any(v > 0 for v in link.deltas.values())]
     if rising:
         out.append(Finding(severity=Severity.WARNING, object=obj, code="nvlink_errors",
-                           message="NVLink errors rising: " + "; ".join(rising)))
+                           message=f"GPU {gpu.index}: NVLink errors rising: " + "; ".join(rising)))
     return out
 
 
@@ -150,7 +226,7 @@ def pcie_gen_findings(gpu: Gpu) -> list[Finding]:
     width = (f" x{gpu.pcie_width_current} of x{gpu.pcie_width_max}"
              if gpu.pcie_width_current is not None and gpu.pcie_width_max else "")
     return [Finding(severity=Severity.WARNING, object=f"gpu/{gpu.node}/{gpu.index}", code="pcie_gen",
-                    message=f"PCIe gen{gpu.pcie_gen_current} of gen{gpu.pcie_gen_max}{width} under load")]
+                    message=f"GPU {gpu.index}: PCIe gen{gpu.pcie_gen_current} of gen{gpu.pcie_gen_max}{width} under load")]
 
 
 _LIVE_JOB_STATES = frozenset({"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "CONFIGURING"})
@@ -177,7 +253,7 @@ def gpu_process_findings(snapshot: ClusterSnapshot, gpu: Gpu) -> list[Finding]:
     if not stray:
         return []
     return [Finding(severity=Severity.WARNING, object=f"gpu/{gpu.node}/{gpu.index}", code="gpu_stray_process",
-                    message="process on the GPU that no job owns: " + "; ".join(stray[:3]))]
+                    message=f"GPU {gpu.index}: process that no job owns: " + "; ".join(stray[:3]))]
 
 
 # Services whose failure makes the node's GPUs unusable (NVSwitch systems need the fabric manager).
@@ -202,20 +278,21 @@ def ib_findings(port: IbPort) -> list[Finding]:
             and not (port.deltas and any(port.deltas.values()))):
         return []  # the common case, tested first: a healthy port whose counters did not move
     obj = f"ib/{port.node}/{port.device}:{port.port}"
+    name = f"{port.device} port {port.port}"  # the component, first in every message
     out: list[Finding] = []
     if port.state is not None and port.state != "ACTIVE":
-        out.append(Finding(severity=Severity.ERROR, object=obj, code="ib_down", message=f"port {port.state} / {port.phys_state}"))
+        out.append(Finding(severity=Severity.ERROR, object=obj, code="ib_down", message=f"{name} {port.state} / {port.phys_state}"))
     if port.degraded_rate:
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_rate", message=f"running at {port.rate_text or port.rate_gbps} (expected {port.max_rate_gbps:.0f} Gb/s)"))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_rate", message=f"{name} running at {port.rate_text or port.rate_gbps} (expected {port.max_rate_gbps:.0f} Gb/s)"))
     if port.deltas.get("link_downed", 0) > 0:
-        out.append(Finding(severity=Severity.ERROR, object=obj, code="ib_flap", message=f"link went down {port.deltas['link_downed']}× since last read"))
+        out.append(Finding(severity=Severity.ERROR, object=obj, code="ib_flap", message=f"{name} link went down {port.deltas['link_downed']}× since last read"))
     elif port.link_errors_rising:
         rising = ", ".join(f"{k}+{v}" for k, v in sorted(port.deltas.items()) if v > 0 and k != "port_xmit_wait")
-        out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_errors", message=f"link errors rising: {rising}"))
+        out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_errors", message=f"{name} link errors rising: {rising}"))
     if port.flaps and not port.deltas.get("link_downed"):
         when = time.strftime("%H:%M:%S", time.localtime(port.last_down)) if port.last_down is not None else "?"
         out.append(Finding(severity=Severity.WARNING, object=obj, code="ib_flapped",
-                           message=f"link flapped {port.flaps}× (last down {when})"))
+                           message=f"{name} link flapped {port.flaps}× (last down {when})"))
     return out
 
 

@@ -282,6 +282,42 @@ async def wall_shots() -> list[Path]:
     return paths
 
 
+async def triage_shots() -> list[Path]:
+    """Issue #22 (seed 1, 200×60 unless said): the explain view of the flapping port (after ten ticks), the event timeline with its repeats coalesced, and the wall at 200×60
+    and at --demo-size 4096."""
+    from hpctui.ui.widgets.problems import ProblemsPane
+
+    out = []
+    for name, size, wall, demo_size, keys in (
+            ("triage-explain", (160, 50), False, 64, ("p", "explain")),
+            ("triage-events-coalesced", (200, 60), False, 64, ("e",)),
+            ("wall-200x60-seed1", (200, 60), True, 64, ()),
+            ("wall-200x60-4096", (200, 60), True, 4096, ())):
+        with tempfile.TemporaryDirectory() as tmp:
+            now = [FIXED]
+            runtime = demo_runtime(size=demo_size, seed=1, clock=lambda now=now: now[0], start_time=FIXED,
+                                   audit_path=Path(tmp) / "audit.jsonl")
+            app = HpcApp(runtime, wall=wall, autostart=False)
+            async with app.run_test(size=size) as pilot:
+                for _ in range(2 if wall else 10):  # ten ticks: the ECC count climbed, the port flapped ten times
+                    now[0] += 2.0
+                    await runtime.collect_once()
+                    app.refresh_from_store()
+                    await pilot.pause()
+                for key in keys:
+                    if key == "explain":  # the flapping port's node: its number, then enter
+                        flap = runtime.sources[0].sim.place.flap_node  # type: ignore[attr-defined]
+                        key = str(app.screen.query_one(ProblemsPane).nodes.index(flap) + 1)
+                        await pilot.press(key, "enter")
+                    else:
+                        await pilot.press(key)
+                    await pilot.pause()
+                await pilot.wait_for_scheduled_animations()
+                await pilot.pause()
+                out.append(Path(app.save_screenshot(f"{name}.svg", str(OUT))))
+    return out
+
+
 async def nav_shots() -> list[Path]:
     """`:` command mode with its matches, and the breadcrumb after drilling into a node and a job."""
     busy = "gpu0003"  # runs jobs in the seed-1 demo
@@ -312,8 +348,11 @@ def to_png(paths: list[Path]) -> None:
 
 
 async def main() -> None:
-    if sys.argv[1:] == ["wall"]:  # only the wall display's shots
-        for path in await wall_shots():
+    if sys.argv[1:2] in (["wall"], ["triage"]):  # only the wall display's (or issue #22's triage) shots
+        paths = await (wall_shots() if sys.argv[1] == "wall" else triage_shots())
+        if "--png" in sys.argv:
+            to_png(paths)
+        for path in paths:
             print(path.relative_to(ROOT))
         return
     OUT.mkdir(exist_ok=True)
@@ -329,6 +368,7 @@ async def main() -> None:
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
         await shoot_custom(),
         *await wall_shots(),
+        *await triage_shots(),
         *await nav_shots(),
     ]
     shots += await views_shots()
@@ -406,6 +446,6 @@ async def views_main() -> None:
 
 
 if __name__ == "__main__":
-    # `python scripts/screenshots.py [views|visuals|wall]`: all shots, or one group of them
+    # `python scripts/screenshots.py [views|visuals|wall|triage|redrain] [--png]`: all shots, or one group of them
     only = {"views": views_main, "visuals": main_visuals, "redrain": redrain_main}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
     asyncio.run(only() if only is not None else main())

@@ -22,7 +22,7 @@ def test_heatmap_settings_load() -> None:
     ({"group_by": "switch"}, "heatmap.group_by: 'switch' is not one of none, partition, rack, model"),
     ({"palette": "rainbow"}, "heatmap.palette"),
     ({"racks": {"r01": "gpu[0001-"}}, "heatmap.racks.r01: not a hostlist"),
-    ({"problems_first": "yes"}, "heatmap.problems_first: expected `bool`"),
+    ({"problems_first": "yes"}, "heatmap.problems_first: expected `bool"),
     ({"zoom": 1}, "heatmap.zoom: unknown key"),
 ])
 def test_bad_heatmap_settings_are_one_line(table: dict[str, object], expected: str) -> None:

@@ -255,5 +255,15 @@ def group_nodes(snapshot: ClusterSnapshot, names: Sequence[str], group_by: str,
             groups.setdefault(group_key(snapshot, name, group_by, racks), []).append(name)
     out = [(label, groups[label]) for label in sorted(groups, key=_natural)]
     if severity is not None:
-        out = [(label, sorted(members, key=lambda n: -severity.get(n, 0))) for label, members in out]
+        out = [(label, _worst_first(members, severity)) for label, members in out]
     return out
+
+
+def _worst_first(members: list[str], severity: dict[str, int]) -> list[str]:
+    """``members`` sorted by severity, worst first, stable; only the few bad nodes are sorted."""
+    bad = [n for n in members if severity.get(n, 0)]
+    if not bad:
+        return members
+    bad.sort(key=lambda n: -severity[n])
+    seen = set(bad)
+    return bad + [n for n in members if n not in seen]

@@ -5,7 +5,7 @@
 group_by = "rack"            # "none" | "partition" | "rack" | "model"
 racks = { r01 = "gpu[0001-0032]", r02 = "gpu[0033-0064]" }
 palette = "colorblind"       # "default" | "colorblind"
-problems_first = true
+problems_first = true        # always; false: never; unset: when not every node fits on screen
 ```
 """
 
@@ -23,7 +23,7 @@ class HeatmapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     group_by: str = "none"  # one of GROUP_ORDER
     racks: dict[str, str] = msgspec.field(default_factory=dict)  # rack name -> hostlist
     palette: str = "default"  # one of PALETTES
-    problems_first: bool = False
+    problems_first: bool | None = None  # None: problem nodes first only while not every node fits on screen
 
     def rack_of(self) -> dict[str, str]:
         """node -> rack, from the hostlists (the first rack naming a node wins)."""

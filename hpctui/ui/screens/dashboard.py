@@ -36,7 +36,7 @@ from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
-from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
+from hpctui.ui.widgets.problems import ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
 from hpctui.ui.widgets.tabbar import TAB_NAMES, TabBar
 from hpctui.ui.widgets.tables import (
@@ -469,7 +469,7 @@ class DashboardScreen(Screen[None]):
         return True
 
     def next_problem(self, step: int) -> None:
-        node = next_problem_node(self.problems_pane.nodes, self.heatmap.cursor_node, step)
+        node = self.problems_pane.walk.next(self.problems_pane.nodes, self.heatmap.cursor_node, step)
         if node is None:
             self.notify("no problems of warning or worse", timeout=2)
             return
