@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 import msgspec
 
-from hpctui.model import Event, Gpu, Severity, ThrottleReason, XidEvent
+from hpctui.model import Event, Gpu, GpuProcess, Severity, ThrottleReason, XidEvent
 from hpctui.sim.topology import PCI_BUS_IDS, Topology
 
 DRAIN_REASON = "xid 79 gpu3 - RMA ticket 4411"
 NOTREADY_MESSAGE = "Kubelet stopped posting node status."
+STRAY_USER, STRAY_COMMAND = "mallory", "python3 finetune.py --resume"  # left behind outside any job
+STRAY_MEM_MIB = 23_840.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,16 +30,19 @@ class Placement:
     hung_node: str
     slow_node: str
     notready_node: str
+    stray_node: str = ""  # a GPU busy with a process no job or pod owns (the node runs no job)
     xid_gpu: int = 3
     ecc_gpu: int = 5
     thermal_gpu: int = 6
     flap_dev: str = "mlx5_2"
     degraded_dev: str = "mlx5_5"
+    stray_gpu: int = 2
 
     @property
     def nodes(self) -> frozenset[str]:
-        return frozenset((self.xid_node, self.ecc_node, self.thermal_node, self.flap_node,
-                          self.degraded_node, self.hung_node, self.slow_node, self.notready_node))
+        names = (self.xid_node, self.ecc_node, self.thermal_node, self.flap_node, self.degraded_node,
+                 self.hung_node, self.slow_node, self.notready_node, self.stray_node)
+        return frozenset(n for n in names if n)
 
 
 def place(topo: Topology, seed: int) -> Placement:
@@ -57,10 +62,12 @@ def place(topo: Topology, seed: int) -> Placement:
                 return name
         return pool[start]
 
+    xid, ecc, flap = pick(0.10, plain), pick(0.23, plain), pick(0.37, plain)
+    degraded, hung, slow = pick(0.45, plain), pick(0.52, plain), pick(0.60, plain)
+    thermal, notready = pick(0.81, plain), pick(0.66, reserved)
     return Placement(
-        xid_node=pick(0.10, plain), ecc_node=pick(0.23, plain), flap_node=pick(0.37, plain),
-        degraded_node=pick(0.45, plain), hung_node=pick(0.52, plain), slow_node=pick(0.60, plain),
-        thermal_node=pick(0.81, plain), notready_node=pick(0.66, reserved),
+        xid_node=xid, ecc_node=ecc, flap_node=flap, degraded_node=degraded, hung_node=hung, slow_node=slow,
+        thermal_node=thermal, notready_node=notready, stray_node=pick(0.74, plain),  # picked last: the others stay
     )
 
 
@@ -82,6 +89,7 @@ class Incidents:
         rng = random.Random(f"incident-state-{seed}")
         self.xid_active = True
         self.xid_pid = rng.randint(2000, 90_000)
+        self.stray_pid = 90_000 + self.xid_pid % 7919
         self.ecc_uncorrected = 3
         self.ecc_active = True
         self.flap_up = True
@@ -167,12 +175,27 @@ class Incidents:
             return msgspec.structs.replace(
                 gpu, ecc_uncorrected_volatile=self.ecc_uncorrected, ecc_uncorrected_aggregate=self.ecc_uncorrected,
                 remapped_uncorrectable=0, remap_pending=True, xid_events=(ev,), last_xid=63)
+        if gpu.node == p.stray_node and gpu.index == p.stray_gpu:
+            return self._stray(gpu, t)
         if gpu.node == p.thermal_node and gpu.index == p.thermal_gpu:
             temp = 88.0 + (1.0 if int(t) % 7 < 3 else 0.0)
             return msgspec.structs.replace(
                 gpu, temp_c=temp, hbm_temp_c=temp + 7.0, sm_clock_mhz=1410.0,
                 throttle_reasons=int(ThrottleReason.HW_THERMAL_SLOWDOWN | ThrottleReason.SW_THERMAL_SLOWDOWN))
         return gpu
+
+    def _stray(self, gpu: Gpu, t: float) -> Gpu:
+        """The GPU a process outside any job keeps busy: load, memory and its process (no job id, no pod)."""
+        proc = GpuProcess(pid=self.stray_pid, gpu_uuid=gpu.uuid, gpu_index=gpu.index, used_memory_mib=STRAY_MEM_MIB,
+                          user=STRAY_USER, command=STRAY_COMMAND)
+        if gpu.mig_mode_current:  # after a MIG change the process is still there: the finding stays
+            return msgspec.structs.replace(gpu, processes=(proc,))
+        util = 61.0 + (4.0 if int(t) % 5 < 2 else 0.0)
+        return msgspec.structs.replace(
+            gpu, util_pct=util, mem_util_pct=round(util * 0.5, 0), memory_used_mib=STRAY_MEM_MIB + 1024.0,
+            temp_c=round(31.0 + 0.46 * util, 0), hbm_temp_c=round(37.0 + 0.46 * util, 0),
+            power_w=round(118.0 + 5.6 * util, 1), sm_clock_mhz=1980.0, throttle_reasons=0, pcie_gen_current=5,
+            processes=(proc,))
 
     def ib_link(self, node: str, device: str) -> tuple[bool, float | None]:
         """(link up, rate override) for one port."""
