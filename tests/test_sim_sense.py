@@ -100,3 +100,11 @@ def test_req_node_not_avail_names_the_unavailable_nodes() -> None:
         assert not sim.schedulable(name)
         assert job.partition in sim.topo.by_name[name].partitions
     assert explain_pending_reason(job.reason, job).endswith(job.reason.split("UnavailableNodes:", 1)[1])
+
+
+@pytest.mark.parametrize(("ident", "tasks"), [("1234", 1), ("1234_7", 1), ("1234_[5-16%4]", 12), ("1234_[1,3,8-10]", 5),
+                                              ("1234_[0-20:5]", 5), ("1234_[x]", 1), ("1234_[9-2]", 1), ("1234_[", 1)])
+def test_array_task_count(ident: str, tasks: int) -> None:
+    from hpctui.model.jobs import array_task_count
+
+    assert array_task_count(ident) == tasks

@@ -7,7 +7,8 @@ can rely on them; some evolve every tick (ECC count, IB flapping).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -62,13 +63,34 @@ def place(topo: Topology, seed: int) -> Placement:
                 return name
         return pool[start]
 
-    xid, ecc, flap = pick(0.10, plain), pick(0.23, plain), pick(0.37, plain)
-    degraded, hung, slow = pick(0.45, plain), pick(0.52, plain), pick(0.60, plain)
-    thermal, notready = pick(0.81, plain), pick(0.66, reserved)
     return Placement(
-        xid_node=xid, ecc_node=ecc, flap_node=flap, degraded_node=degraded, hung_node=hung, slow_node=slow,
-        thermal_node=thermal, notready_node=notready, stray_node=pick(0.74, plain),  # picked last: the others stay
+        xid_node=pick(0.10, plain), ecc_node=pick(0.23, plain), flap_node=pick(0.37, plain),
+        degraded_node=pick(0.45, plain), hung_node=pick(0.52, plain), slow_node=pick(0.60, plain),
+        thermal_node=pick(0.81, plain), notready_node=pick(0.66, reserved),
     )
+
+
+STRAY_AT = 0.74  # where in the GPU node list the search for the stray process's GPU starts
+
+
+def place_stray(p: Placement, topo: Topology, busy: Callable[[str], frozenset[int]]) -> Placement:
+    """``p`` with the GPU a process outside any job keeps busy: on the first plain node from
+    :data:`STRAY_AT` on that runs no job (``busy`` gives a node's allocated GPUs; a node idle when
+    the demo starts stays so, nothing refills it), else the first free GPU of a node that runs
+    some; unchanged where every GPU is taken. Placed after the workload, so it changes no job."""
+    plain = [n for n in topo.gpu_nodes if not n.mig and not n.k8s_reserved and n.name not in p.nodes]
+    if not plain:
+        return p
+    start = int(STRAY_AT * len(plain))
+    ordered = plain[start:] + plain[:start]
+    for spec in ordered:
+        if not busy(spec.name):
+            return replace(p, stray_node=spec.name, stray_gpu=min(p.stray_gpu, spec.n_gpus - 1))
+    for spec in ordered:
+        free = [i for i in range(spec.n_gpus) if i not in busy(spec.name)]
+        if free:
+            return replace(p, stray_node=spec.name, stray_gpu=free[-1])
+    return p
 
 
 def _gpu_obj(node: str, idx: int) -> str:
