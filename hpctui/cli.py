@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_FINDINGS = 3  # snapshot --fail-on: findings of that level or worse exist
 MAX_DEMO_SIZE = 65_536
+DEMO_SEED = 0  # the demo's default seed: the app, snapshot, act, report and serve all start from it
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -59,7 +60,8 @@ def _demo_size(text: str) -> int:
 def _add_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true", help="use the built-in simulated cluster")
     p.add_argument("--demo-size", type=_demo_size, default=64, metavar="N", help="GPU nodes in the demo cluster (default 64)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the demo cluster (default 0)")
+    p.add_argument("--seed", type=int, default=DEMO_SEED,
+                   help=f"random seed of the demo cluster (default {DEMO_SEED}, the same in every command)")
     p.add_argument("--config", type=Path, metavar="PATH", help=f"config file (default {default_config_path()})")
     p.add_argument("--cluster", metavar="NAME", help="which configured cluster to show")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context for the cluster's k8s sources")
@@ -89,11 +91,10 @@ def build_snapshot_parser() -> OneLineParser:
 
 
 def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: str | None = None) -> Runtime:
-    from hpctui.runtime import demo_runtime, runtime_from_config
+    from hpctui.runtime import runtime_from_config
 
     if args.demo:
-        return demo_runtime(size=args.demo_size, seed=args.seed, read_only=bool(read_only),
-                            theme=theme or "dark")
+        return _demo_runtime(args, read_only=bool(read_only), theme=theme)
     path: Path = args.config or default_config_path()
     if args.config is None and not path.exists():
         raise ConfigError(f"no config file at {path}: run `hpctui --demo` for the built-in demo cluster, "
@@ -108,6 +109,23 @@ def _runtime(args: argparse.Namespace, *, read_only: bool | None = None, theme: 
             entry["context"] = args.context
     args.loaded_config = config  # the app also needs the keymap and the other clusters (:cluster)
     return runtime_from_config(config, cluster, read_only=read_only, theme=theme)
+
+
+def _demo_runtime(args: argparse.Namespace, *, read_only: bool, theme: str | None) -> Runtime:
+    """The demo cluster; with ``--config FILE`` also that file's look and rules: ``theme``,
+    ``[thresholds]``, ``[keymap]`` (checked and applied by the app), ``[heatmap]``, ``[wall]`` and
+    ``[mig_layouts]``. Its clusters and sources are not used (the demo is the cluster)."""
+    from hpctui.runtime import demo_runtime
+
+    if args.config is None:
+        return demo_runtime(size=args.demo_size, seed=args.seed, read_only=read_only, theme=theme or "dark")
+    config = load_config(args.config)
+    runtime = demo_runtime(size=args.demo_size, seed=args.seed, read_only=read_only,
+                           theme=theme or config.theme, thresholds=config.thresholds)
+    runtime.heatmap, runtime.wall_settings = config.heatmap, config.wall
+    runtime.mig_layouts = dict(config.mig_layouts)
+    args.demo_keymap = config.keymap  # the app checks it (a bad id or key: exit 2) and applies it
+    return runtime
 
 
 def run_snapshot(argv: Sequence[str]) -> int:
@@ -262,8 +280,9 @@ def _run_app(args: argparse.Namespace) -> int:
     from hpctui.ui.keymap import check_keymap
 
     config = getattr(args, "loaded_config", None)
+    raw_keymap = config.keymap if config else getattr(args, "demo_keymap", {})
     try:  # [keymap]: unknown ids and bad keys are config errors, before the screen opens
-        keymap = check_keymap(config.keymap, str(args.config or default_config_path())) if config else {}
+        keymap = check_keymap(raw_keymap, str(args.config or default_config_path())) if raw_keymap else {}
     except ConfigError as exc:
         return _usage_error(one_line(str(exc)))
     clusters = ClusterSet.from_config(config, read_only=read_only, theme=args.theme) if config else None

@@ -166,18 +166,50 @@ def guarded_server(access: Access) -> type[Any]:
             sys.stderr.write(self.banner)
             sys.stderr.flush()
 
-        @aiohttp_jinja2.template("app_index.html")
-        async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        async def handle_index(self, request: web.Request) -> web.Response:
             secure = is_https(request)
             origin = f"{'https' if secure else 'http'}://{request.host}"  # Host: checked by the guard
             static = str(request.app.router["static"].url_for(filename="/")).rstrip("/") + "/"
             websocket = str(request.app.router["websocket"].url_for())
-            return {"font_size": to_int(request.query.get("fontsize", "16"), 16),
-                    "app_websocket_url": f"{'wss' if secure else 'ws'}://{request.host}{websocket}",
-                    "config": {"static": {"url": f"{origin}{static}"}},
-                    "application": {"name": self.title}}
+            context = {"font_size": to_int(request.query.get("fontsize", "16"), 16),
+                       "app_websocket_url": f"{'wss' if secure else 'ws'}://{request.host}{websocket}",
+                       "config": {"static": {"url": f"{origin}{static}"}},
+                       "application": {"name": self.title}}
+            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            if response.text is not None:
+                response.text = with_focus_script(response.text)
+            return response
 
     return HpcServer
+
+
+# textual-serve's page leaves the focus on <body>: keys did nothing until the terminal was clicked.
+# This focuses xterm.js's input as soon as textual.js has opened the terminal, and again when the
+# tab gets the focus back with nothing else focused. Inline, like the page's own scripts (the
+# guard's Content-Security-Policy restricts framing only).
+FOCUS_SCRIPT = """<script>
+(function () {
+  var tries = 0;
+  function input() { return document.querySelector("#terminal .xterm-helper-textarea"); }
+  function focusTerminal() {
+    var el = input();
+    if (el) { el.focus({preventScroll: true}); }
+    if ((!el || document.activeElement !== el) && ++tries < 150) { setTimeout(focusTerminal, 100); }
+  }
+  window.addEventListener("load", function () { setTimeout(focusTerminal, 0); });
+  window.addEventListener("focus", function () {
+    var el = input();
+    if (el && (document.activeElement === document.body || document.activeElement === null)) { el.focus(); }
+  });
+})();
+</script>
+"""
+
+
+def with_focus_script(page: str) -> str:
+    """The served page with :data:`FOCUS_SCRIPT` before ``</body>`` (at the end if it has none)."""
+    at = page.rfind("</body>")
+    return page + FOCUS_SCRIPT if at < 0 else page[:at] + FOCUS_SCRIPT + page[at:]
 
 
 TOKEN_IN_URL = re.compile(r"([?&]token=)[^&\s\"]*")

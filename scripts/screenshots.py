@@ -341,7 +341,11 @@ async def layout_shots() -> list[Path]:
 
 def to_png(paths: list[Path]) -> None:
     """PNG copies next to the SVGs (for looking at them; needs cairosvg)."""
-    import cairosvg  # type: ignore[import-untyped]
+    try:
+        import cairosvg  # type: ignore[import-untyped]
+    except ImportError:
+        raise SystemExit("screenshots.py --png needs cairosvg: pip install '.[screenshots]' "
+                         "(or .venv/bin/pip install 'cairosvg>=2.7')") from None
 
     for path in paths:
         cairosvg.svg2png(url=str(path), write_to=str(path.with_suffix(".png")))

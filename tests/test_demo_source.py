@@ -102,7 +102,8 @@ async def test_drain_draining_then_drained_then_resume(env: Env) -> None:
     plan, res = await run(ex, ActionKind.DRAIN_NODES, [node], {"reason": "bad gpu 2"})
     assert res.ok, res
     assert plan.commands == (f'scontrol update NodeName={node} State=DRAIN Reason="bad gpu 2"',)
-    assert any(f"job {job.job_id}" in a for a in plan.affected) and plan.notes == (NOTE,)
+    assert any(f"job {job.job_id}" in a for a in plan.affected) and plan.notes == (src.note,)
+    assert NOTE in src.note and "demo seed 0" in src.note
     r = await tick(src, clock)
     info = (r.slurm_nodes or {})[node]
     assert info.display_state.startswith("DRAINING") and info.reason == "bad gpu 2"

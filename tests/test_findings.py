@@ -47,13 +47,15 @@ def test_unchanged_data_is_not_recomputed_and_a_change_is() -> None:
     result = sim.to_result(T0 + 10.0)
     store.apply(msgspec.structs.replace(result, gpus=dict(store.snapshot().gpus)))
     same = findings_for(store.snapshot(), T)
-    assert last_recomputed(T) == 0 and same is not first
-    name = next(iter(same.by_node))
     gpus = store.snapshot().gpus
+    # nodes whose GPUs run processes (the demo's stray one) are recomputed every time (jobs decide them)
+    with_processes = {n for n, g in gpus.items() if any(x.processes for x in g)}
+    assert last_recomputed(T) == len(with_processes) and same is not first
+    name = next(n for n in same.by_node if n not in with_processes)
     hot = (msgspec.structs.replace(gpus[name][0], temp_c=95.0), *gpus[name][1:])
     store.apply(msgspec.structs.replace(result, gpus={**gpus, name: hot}))
     changed = findings_for(store.snapshot(), T)
-    assert last_recomputed(T) == 1
+    assert last_recomputed(T) == 1 + len(with_processes)
     assert any(f.code == "temp" and f.object == f"gpu/{name}/0" for f in changed.node(name))
     assert changed.by_object(f"gpu/{name}/0") == tuple(f for f in changed.node(name) if f.object == f"gpu/{name}/0")
 

@@ -446,3 +446,16 @@ def test_the_banner_prints_an_address_the_guard_answers(tmp_path: Path) -> None:
     wildcard = plan(parse("--config", str(config), "--host", "0.0.0.0")).access
     assert banner_host("0.0.0.0", wildcard) == "gpu-login01"
     assert banner_host("::", plan(parse("--demo", "--token")).access) == "localhost"
+
+
+def test_the_served_page_focuses_the_terminal_on_load() -> None:
+    """textual-serve's page leaves the focus on <body> (keys did nothing until a click): ours adds a
+    script that focuses xterm's input once the terminal exists (checked in Chromium by
+    tests/ui/test_serve_browser.py)."""
+    from hpctui.serve_cmd import FOCUS_SCRIPT, with_focus_script
+
+    page = "<html><body><div id='terminal'></div></body></html>"
+    out = with_focus_script(page)
+    assert out.index(FOCUS_SCRIPT) < out.index("</body>") and out.count("<script>") == 1
+    assert ".xterm-helper-textarea" in FOCUS_SCRIPT and "addEventListener(\"load\"" in FOCUS_SCRIPT
+    assert with_focus_script("<p>no body</p>").endswith(FOCUS_SCRIPT)

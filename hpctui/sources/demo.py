@@ -75,6 +75,13 @@ class DemoSource:
         self.mig_fail: dict[str, int] = {}  # tests: node -> GPU index whose `-cgi` fails
 
     @property
+    def note(self) -> str:
+        """Every plan's note: the demo names its seed and size, so a plan from ``hpctui act --demo``
+        is seen to be of the same cluster as the app's (or not: pass the same ``--seed``)."""
+        size, seed, _ = self._sim_args
+        return f"{NOTE} (demo seed {seed}, {size} GPU nodes)"
+
+    @property
     def sim(self) -> SimCluster:
         if self._sim is None:
             with self._build_lock:
@@ -140,7 +147,7 @@ class DemoSource:
              snapshot: ClusterSnapshot) -> ActionPlan:
         """Validate against the sim (the snapshot may be a tick old) and spell out the real commands."""
         if kind not in SUPPORTED:
-            return ActionPlan(kind=kind, source=self.name, targets=targets, params=params, notes=(NOTE,),
+            return ActionPlan(kind=kind, source=self.name, targets=targets, params=params, notes=(self.note,),
                               errors=(f"the demo cluster cannot {kind.value}",))
         if kind in SLURM_ADMIN_KINDS:
             return self._plan_admin(kind, targets, params, snapshot)
@@ -207,7 +214,7 @@ class DemoSource:
             warnings.append("running jobs finish first: the nodes show DRAINING until then")
         return ActionPlan(kind=kind, source=self.name, targets=tuple(names), params=params, commands=commands,
                           affected=tuple(dict.fromkeys(affected)), warnings=tuple(warnings), errors=tuple(errors),
-                          rejected_targets=tuple(rejected), notes=(NOTE,))
+                          rejected_targets=tuple(rejected), notes=(self.note,))
 
     def _plan_admin(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
                     snapshot: ClusterSnapshot) -> ActionPlan:
@@ -218,7 +225,7 @@ class DemoSource:
         commands = tuple(shlex.join(a) for a in admin_argvs(kind, clean, params)) if clean else ()
         return ActionPlan(kind=kind, source=self.name, targets=clean, params=params, commands=commands,
                           affected=tuple(checked.affected), warnings=tuple(checked.warnings),
-                          errors=tuple(checked.errors), rejected_targets=tuple(checked.rejected), notes=(NOTE,))
+                          errors=tuple(checked.errors), rejected_targets=tuple(checked.rejected), notes=(self.note,))
 
     def _execute_admin(self, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:
         sim, kind, params = self.sim, plan.kind, plan.params
@@ -278,7 +285,7 @@ class DemoSource:
                 commands = (f"scontrol {_JOB_VERB[kind]} " + ",".join(found),)
         return ActionPlan(kind=kind, source=self.name, targets=tuple(found), params=params, commands=commands,
                           affected=tuple(affected), errors=tuple(errors), rejected_targets=tuple(rejected),
-                          notes=(NOTE,))
+                          notes=(self.note,))
 
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
         return await self._off_loop(self._execute, plan, self.clock())

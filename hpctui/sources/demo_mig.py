@@ -19,8 +19,6 @@ from hpctui.actions.mig_layouts import (
 if TYPE_CHECKING:
     from hpctui.sources.demo import DemoSource
 
-NOTE = "demo cluster: nothing real is touched"
-
 
 def plan_mig(src: DemoSource, targets: tuple[str, ...], params: dict[str, str]) -> ActionPlan:
     sim = src.sim
@@ -55,7 +53,7 @@ def plan_mig(src: DemoSource, targets: tuple[str, ...], params: dict[str, str]) 
         commands += [f"ssh {t} {c}" for c in apply_commands(gpus, layout.enabled, layout.profiles, change)]
     return ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=src.name, targets=tuple(names), params=params,
                       commands=tuple(commands), errors=tuple(errors), rejected_targets=tuple(rejected),
-                      notes=(NOTE,))
+                      notes=(src.note,))
 
 
 def execute_mig(src: DemoSource, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:

@@ -22,6 +22,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from hpctui.actions.base import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
 from hpctui.actions.plans import REASON_KINDS, describe_prior, drain_reason
 from hpctui.model.hostlist import collect
+from hpctui.model.jobs import array_task_count
 from hpctui.ui.literal import literal
 
 if TYPE_CHECKING:
@@ -144,7 +145,12 @@ def run_label(plan: ActionPlan) -> str:
         noun = "partition"
     else:
         noun = "node"
-    return f"{verb} {n} {noun}{'' if n == 1 else 's'}"
+    label = f"{verb} {n} {noun}{'' if n == 1 else 's'}"
+    if plan.kind in JOB_ACTIONS:  # a pending array remainder (1234_[5-16%4]) is many tasks, not one job
+        tasks = sum(array_task_count(t) for t in plan.targets)
+        if tasks != n:
+            label += f" ({tasks} tasks)"
+    return label
 
 
 DIALOG_KEYS = "enter confirm / next field   tab next   shift+tab previous   esc back"
