@@ -435,7 +435,7 @@ def test_full_disk_refuses_the_drain_and_keeps_only_whole_records(small_tmpfs: P
     _fill(small_tmpfs)
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(small_tmpfs),
            "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    proc = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0001", "--reason",
+    proc = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0003", "--reason",
                            "r" * 1000, "--demo", "--demo-size", "8", "--yes"], capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
@@ -446,7 +446,7 @@ def test_full_disk_refuses_the_drain_and_keeps_only_whole_records(small_tmpfs: P
     assert [r["id"] for r in _lines(audit)] == ["earlier"]
     # with room again, the next action is recorded whole after the earlier one
     (small_tmpfs / "filler").unlink()
-    again = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0001", "--reason",
+    again = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0003", "--reason",
                             "r" * 1000, "--demo", "--demo-size", "8", "--yes"], capture_output=True, text=True,
                            timeout=300, env=env)
     assert again.returncode == 0, again.stderr

@@ -139,7 +139,7 @@ async def main() -> None:
     rt = runtime_from_config(load_config(__import__("pathlib").Path(sys.argv[1])), "lab")
     await rt.collect_once()
     snap = rt.store.snapshot()
-    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu01"], {"reason": "xid 79"}, snap)
+    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu01"], {"reason": "xid 79", "reason_mode": "replace"}, snap)
     assert plan.runnable, plan.errors
     await rt.executor.execute(plan, confirmation=True)
 
