@@ -306,6 +306,17 @@ async def walk_app(walk: Walk) -> None:
     await pilot.press("v")  # type: ignore[attr-defined]
     await walk.check("charts (v)", expect=(f"Charts · {NODE}", f"{C[0]}"))
     await walk.close_to_dashboard()
+    # the explain view of every problem row (enter on a problem: evidence, history, events, next step)
+    from hpctui.ui.widgets.problems import ProblemsPane
+
+    dash.show_view("problems")
+    await pilot.pause()  # type: ignore[attr-defined]
+    problems = app.screen.query_one(ProblemsPane)
+    assert problems.problems.rows, "the hostile demo has problems to explain"
+    for row in list(problems.problems.rows):
+        problems.explain_row(row)
+        await walk.check(f"explain {row.node}")
+        await walk.close_to_dashboard()
     from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
 
     app.push_screen(ConfirmQuitScreen(1))  # (`q` asks this only while an action runs)
