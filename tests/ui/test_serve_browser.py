@@ -177,10 +177,21 @@ def chromium(tmp_path: Path) -> Iterator[object]:
         if service.process is not None:  # chromedriver and every process under it: ours, nobody else's
             ours = {service.process.pid, *descendants(service.process.pid)}
         driver.quit()
-        # what is left of them, and any Chromium process of our profile (another test's browsers are not touched)
-        left = sorted({p for p in ours if _alive(p)} | set(pids_where(lambda _pgid, cmd: str(profile) in cmd)))
+
+        def ours_alive() -> list[int]:
+            # what is left of them, and any Chromium process of our profile (another test's browsers are not touched)
+            return sorted({p for p in ours if _alive(p)} | set(pids_where(lambda _pgid, cmd: str(profile) in cmd)))
+
+        # Chromium's helpers exit a moment after quit() returns (slower on a loaded machine): give them that moment,
+        # then kill what is still there; the promise is that nothing of ours survives the fixture.
+        deadline = time.monotonic() + 15
+        while (left := ours_alive()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         kill_all(left)
-        assert not left, f"browser processes left behind: {left}"
+        deadline = time.monotonic() + 5
+        while (survivors := ours_alive()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not survivors, f"browser processes survived SIGKILL: {survivors}"
 
 
 def terminal_text(driver: object) -> str:
