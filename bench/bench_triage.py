@@ -23,8 +23,8 @@ import asyncio, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from textual.app import App
-from hpctui.findings import findings_for
-from hpctui.runtime import demo_runtime
+from hpctui.findings.index import findings_for
+from hpctui.core.runtime import demo_runtime
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.problems import ProblemsPane, problem_groups
 

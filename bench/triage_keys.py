@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.core.runtime import demo_runtime  # noqa: E402
 from hpctui.sim.incidents import Placement  # noqa: E402
 from hpctui.ui.app import HpcApp  # noqa: E402
 

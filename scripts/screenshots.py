@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hpctui.health import node_findings  # noqa: E402
-from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.core.runtime import demo_runtime  # noqa: E402
+from hpctui.findings.health import node_findings  # noqa: E402
 from hpctui.ui.app import HpcApp  # noqa: E402
 from hpctui.ui.widgets.gpu_panel import LineStack  # noqa: E402
 
@@ -112,7 +112,7 @@ async def shoot_custom(name: str = "custom-result", theme: str = "dark", size: t
 
 async def shoot_mig() -> list[Path]:
     """The MIG wizard on the demo's H100 MIG node: the preview before confirming, and the finished checklist."""
-    from hpctui.sources.demo import DemoSource
+    from hpctui.sources.demo.source import DemoSource
     from hpctui.ui.screens.mig_wizard import MigWizardScreen
 
     out = []
@@ -153,7 +153,7 @@ async def shoot_visuals(name: str, *, keys: tuple[str, ...] = (), polls: int = 1
     (a history to chart), ``heatmap`` the [heatmap] config table."""
     import msgspec
 
-    from hpctui.ui.heatmap_settings import HeatmapSettings
+    from hpctui.core.heatmap_settings import HeatmapSettings
 
     clock = _Clock()
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +184,7 @@ async def plans_shots() -> list[Path]:
     """The action dialog of a hybrid drain (Slurm drain + K8s cordon steps) on a node with jobs
     and pods, reason typed and enter pressed (focus moved to the confirm button); and a hold of
     a running job with its warning."""
-    from hpctui.correlate import workload_index
+    from hpctui.findings.correlate import workload_index
 
     out: list[Path] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,7 +204,7 @@ async def plans_shots() -> list[Path]:
             out.append(Path(app.save_screenshot("action-hybrid-drain.svg", str(OUT))))
             await pilot.press("escape")
             await pilot.pause()
-            from hpctui.actions.base import ActionKind
+            from hpctui.model.action import ActionKind
             from hpctui.ui.messages import ActionRequested
 
             job = next(j for j in runtime.store.snapshot().jobs if j.state == "RUNNING")
@@ -397,7 +397,7 @@ class Clock:
 
 async def views_shots() -> list[Path]:
     """The partitions, drained-nodes (sinfo -R) and audit views, after a few admin actions."""
-    from hpctui.actions.base import ActionKind
+    from hpctui.model.action import ActionKind
     from hpctui.ui.screens.audit import AuditScreen
     from hpctui.ui.screens.drained import DrainedScreen
     from hpctui.ui.screens.partitions import PartitionsScreen

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hpctui import cli
+from hpctui.cli import main as cli
 
 ENV = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent-hpctui-test", "XDG_STATE_HOME": "/tmp/hpctui-test-state"}
 
@@ -25,7 +25,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     """Runs ``hpctui ARGS`` in-process up to the app's start; records the app instead of running it."""
-    from hpctui import gc_tuning
+    from hpctui.core import gc_tuning
     from hpctui.ui.app import HpcApp
 
     seen: dict[str, Any] = {}

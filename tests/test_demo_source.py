@@ -8,13 +8,13 @@ import msgspec
 import pytest
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
+from hpctui.core.store import Store
 from hpctui.model import ClusterSnapshot, Part, SlurmJob, SourceResult
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult
 from hpctui.model.hostlist import expand
 from hpctui.sources.base import ActionBackend, Source
-from hpctui.sources.demo import NOTE, DemoSource
-from hpctui.store import Store
+from hpctui.sources.demo.source import NOTE, DemoSource
 
 T0 = 1_700_000_000.0
 
@@ -287,7 +287,7 @@ async def test_big_demo_collects_in_thread(size: int, off_loop: bool) -> None:
 
 
 async def test_demo_accounting_follows_running_gpus() -> None:
-    from hpctui.sources.demo import DemoSource
+    from hpctui.sources.demo.source import DemoSource
 
     src = DemoSource(size=64, seed=1, clock=lambda: 1000.0, start_time=1000.0)
     await src.collect()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
-from hpctui.findings import findings_for, last_recomputed
-from hpctui.health import Thresholds, all_findings, node_findings
+from hpctui.core.store import Store
+from hpctui.findings.health import Thresholds, all_findings, node_findings
+from hpctui.findings.index import findings_for, last_recomputed
 from hpctui.sim import SimCluster
-from hpctui.store import Store
 from hpctui.ui.heat import LevelCache, Metric, compute_levels, node_names
 from hpctui.ui.widgets.panes import ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.tables import link_row, mount_row, severity_first
@@ -103,7 +103,7 @@ def test_a_platform_pod_or_a_stopped_job_changes_an_otherwise_unchanged_node() -
 def test_incremental_equals_fresh_through_removals_additions_and_pod_changes() -> None:
     """Entries that go away (a node's mounts, a whole node), come back, and pods that change on
     an otherwise unchanged node: after each step the incremental result equals a fresh one."""
-    from hpctui.findings import _Incremental
+    from hpctui.findings.index import _Incremental
     from hpctui.model import Pod
 
     store, _ = _store_after_ticks(2)

@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from hpctui.health import gpu_process_findings
+from hpctui.core.runtime import demo_runtime
+from hpctui.findings.health import gpu_process_findings
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import expand
-from hpctui.runtime import demo_runtime
+from hpctui.model.pending_reasons import explain_pending_reason
 from hpctui.sim import SimCluster
-from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 
 T0 = 1_750_000_000.0
 IDLE_POWER_MAX_W = 80.0  # the sim's idle draw is 68 ± 6 W

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, REASON_MODES, ActionKind, ActionPlan, PriorState
+from hpctui.model.action import JOB_ACTIONS, NODE_ACTIONS, REASON_MODES, ActionKind, ActionPlan, PriorState
 from hpctui.model.common import age_text
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import jobs_by_id
 
 if TYPE_CHECKING:
-    from hpctui.findings import FindingsIndex
+    from hpctui.findings.index import FindingsIndex
     from hpctui.model import ClusterSnapshot
     from hpctui.sources.base import ActionBackend
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from hpctui.base.sanitize import clean_optional, clean_text
 from hpctui.model import (
     ControllerHealth,
     Event,
@@ -28,7 +29,6 @@ from hpctui.model import (
     SourceResult,
     Taint,
 )
-from hpctui.sanitize import clean_optional, clean_text
 from hpctui.sim import metrics
 from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place, place_stray
 from hpctui.sim.pods import build_pods, crashloop_restarts

@@ -11,10 +11,10 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from hpctui.base.sanitize import clean_optional
 from hpctui.model import SlurmJob
 from hpctui.model.hostlist import collect
 from hpctui.model.jobs import job_display_id
-from hpctui.sanitize import clean_optional
 from hpctui.sim.topology import NodeSpec, Topology
 
 USERS = (("alice", "ml-research"), ("bob", "physics"), ("carol", "vision"), ("dave", "nlp"),

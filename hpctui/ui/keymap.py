@@ -13,7 +13,7 @@ import string
 
 from textual.keys import Keys, _character_to_key
 
-from hpctui.config import ConfigError
+from hpctui.core.config import ConfigError
 from hpctui.ui.keys import ALL_KEYS
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})

@@ -9,8 +9,8 @@ import pytest
 from textual.widgets import Input
 from uikit import FIXED, Clock, load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.widgets.footer import KeyBar

@@ -10,11 +10,11 @@ import msgspec
 from textual.widgets import Button
 from uikit import load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.partitions import PartitionsScreen
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.tables import QueueTable

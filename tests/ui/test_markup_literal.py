@@ -31,14 +31,14 @@ from uikit import FIXED, Clock, load
 
 import hpctui.ui
 from hpctui.actions.custom import CustomActionSettings
-from hpctui.clusters import ClusterSet
+from hpctui.core.clusters import ClusterSet
+from hpctui.core.runtime import Runtime
+from hpctui.core.wall_settings import WallSettings
 from hpctui.model import Event, K8sQueueItem, Severity, SourceResult
-from hpctui.runtime import Runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.sources.demo.source import DemoSource
 from hpctui.ui.app import HpcApp
 from hpctui.ui.commands import COMMANDS
 from hpctui.ui.screens.dashboard import PANES
-from hpctui.ui.wall_settings import WallSettings
 
 CORPUS = (
     "[/x]",

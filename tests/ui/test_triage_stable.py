@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from uikit import load
 
+from hpctui.core.runtime import Runtime
 from hpctui.model import Severity
-from hpctui.runtime import Runtime
 from hpctui.sim.incidents import Placement
 from hpctui.ui.app import HpcApp
 from hpctui.ui.widgets.problems import ProblemsPane
@@ -72,7 +72,7 @@ def test_walk_keeps_its_round_when_the_order_changes() -> None:
 
 
 def test_peak_severity_keeps_a_flapping_node_in_its_band() -> None:
-    from hpctui.health import Finding
+    from hpctui.findings.health import Finding
     from hpctui.model import ClusterSnapshot
     from hpctui.ui.widgets.problems import ProblemMemory
 
@@ -131,7 +131,7 @@ def test_every_finding_code_has_a_recommended_action() -> None:
     import re
     from pathlib import Path
 
-    import hpctui.health as health
+    import hpctui.findings.health as health
     from hpctui.model.gpu import XID_MEANING
 
     source = Path(health.__file__).read_text()
@@ -145,7 +145,7 @@ def test_every_finding_code_has_a_recommended_action() -> None:
 
 
 async def test_findings_name_their_component(make_runtime: Callable[..., Runtime]) -> None:
-    from hpctui.findings import findings_for
+    from hpctui.findings.index import findings_for
 
     runtime = make_runtime(seed=1)
     await runtime.collect_once()

@@ -9,10 +9,10 @@ from collections.abc import Callable
 import pytest
 from uikit import load
 
-from hpctui.findings import findings_for
-from hpctui.health import Finding
+from hpctui.core.runtime import Runtime
+from hpctui.findings.health import Finding
+from hpctui.findings.index import findings_for
 from hpctui.model import Severity
-from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.wall import WallScreen
 

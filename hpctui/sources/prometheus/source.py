@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 from hpctui.model import Event, Gpu, IbPort, Mount, NodeResources, SourceResult, xid_severity
 from hpctui.model.gpu import XID_MEANING
+from hpctui.model.names import NodeNameMap
 from hpctui.sources.prometheus.client import PromClient, PromError, QueryResult, number
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
 from hpctui.sources.prometheus.queries import HISTORY_METRICS, Family, families, history_expr, identity_family
 from hpctui.sources.prometheus.settings import PrometheusSettings
-from hpctui.store import NodeNameMap
 
 PARTS = ("gpus", "ib", "mounts", "resources")
 

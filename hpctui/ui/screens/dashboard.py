@@ -20,8 +20,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
+from hpctui.core.runtime import Runtime
 from hpctui.model import ClusterSnapshot, Gpu, Part, Pod, SlurmJob
-from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.keys import LAYOUT_KEYS, STACK_KEYS, bindings

@@ -21,8 +21,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from hpctui.gpu_history import SeriesHistory
-from hpctui.health import Finding, Thresholds
+from hpctui.core.series_history import SeriesHistory
+from hpctui.findings.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Event, Gpu, IbPort, Mount, Severity
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 from hpctui.ui.widgets.events import SEVERITY_WORD, coalesce, event_message, event_nodes

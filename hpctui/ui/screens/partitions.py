@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
-from hpctui.actions.base import ActionKind
 from hpctui.model import ClusterSnapshot, SlurmNodeInfo, SlurmPartition
+from hpctui.model.action import ActionKind
 from hpctui.ui.fmt import NA_TEXT, pair, squeue_duration
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 if TYPE_CHECKING:
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 _BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 STATE_VAR = {"UP": "success", "DOWN": "error", "INACTIVE": "error", "DRAIN": "warning"}

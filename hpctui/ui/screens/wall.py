@@ -29,12 +29,12 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Digits, Static
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.core.runtime import Runtime
+from hpctui.core.wall_settings import WallSettings
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Severity
-from hpctui.runtime import Runtime
 from hpctui.ui.fmt import age
-from hpctui.ui.wall_settings import WallSettings
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane

@@ -25,9 +25,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind
-from hpctui.health import Thresholds
+from hpctui.core.heatmap_settings import GROUP_ORDER, HeatmapSettings
+from hpctui.findings.health import Thresholds
 from hpctui.model import ClusterSnapshot
+from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import collect
 from hpctui.ui.heat import (
     GLYPH_NONE,
@@ -44,7 +45,6 @@ from hpctui.ui.heat import (
     level_vars,
     node_names,
 )
-from hpctui.ui.heatmap_settings import GROUP_ORDER, HeatmapSettings
 from hpctui.ui.keys import (
     HEATMAP_KEYS,
     HEATMAP_VIEW_KEYS,
@@ -202,7 +202,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
             return names, [(NO_GROUP, 0, len(names))]
         severity: dict[str, int] | None = None
         if self.problems_first:
-            from hpctui.findings import findings_for
+            from hpctui.findings.index import findings_for
 
             # only the nodes with findings: at 16k nodes a dict of every node costs ~8 ms a snapshot
             severity = {n: int(v) for n, v in findings_for(snapshot, self.thresholds).severities().items() if v}

@@ -1,6 +1,6 @@
 """The Problems view: every finding of warning and worse, worst node first, grouped by node.
 
-Findings are read only through :func:`hpctui.findings.findings_for` (one shared index per
+Findings are read only through :func:`hpctui.findings.index.findings_for` (one shared index per
 snapshot). Each row names the node, the GPU index (for GPU findings), what is wrong, since
 when (the earliest stored event on the same object, else when this view first saw it) and
 the source that reported it. ``enter`` selects the row's node everywhere and opens the explain
@@ -17,8 +17,8 @@ from functools import partial
 
 from textual.binding import Binding
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Part, Severity
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.panes import TablePane

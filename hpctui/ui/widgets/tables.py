@@ -1,7 +1,7 @@
 """The concrete tables: Slurm queue, K8s pods, IB links, mounts (columns + row rules).
 
 Rows stay model objects; the column functions below run only for visible rows.
-Problem rows are coloured by the severity that :mod:`hpctui.health` assigns.
+Problem rows are coloured by the severity that :mod:`hpctui.findings.health` assigns.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from hpctui.actions.base import ActionKind
-from hpctui.health import Finding, ib_findings, mount_findings
+from hpctui.findings.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
+from hpctui.model.action import ActionKind
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.fmt import ib_rate, job_elapsed, job_time_left, job_time_left_text, job_time_text
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
