@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 
-class FairShare(msgspec.Struct, frozen=True, kw_only=True):
+class FairShare(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One sshare row; ``user`` None for account rows; ``depth`` is the tree level."""
 
     account: str
@@ -20,7 +20,7 @@ class FairShare(msgspec.Struct, frozen=True, kw_only=True):
     level_fs: float | None = None  # ``-l`` only; ``inf`` (no usage yet) → math.inf
 
 
-class QosLimits(msgspec.Struct, frozen=True, kw_only=True):
+class QosLimits(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """A QoS and the limits that produce QOS* pending reasons (None = no limit)."""
 
     name: str
@@ -35,7 +35,7 @@ class QosLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_jobs_per_account: int | None = None
 
 
-class Association(msgspec.Struct, frozen=True, kw_only=True):
+class Association(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One ``sacctmgr show assoc`` row: where a user (or account) sits and its own limits."""
 
     account: str
@@ -53,7 +53,7 @@ class Association(msgspec.Struct, frozen=True, kw_only=True):
     max_wall_min: int | None = None
 
 
-class AccountingInfo(msgspec.Struct, frozen=True, kw_only=True):
+class AccountingInfo(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Fair-share rows, QoS limits and associations for one user and/or account."""
 
     available: bool

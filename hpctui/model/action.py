@@ -89,7 +89,7 @@ def reason_problem(reason: str) -> str | None:
     return None
 
 
-class PriorState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class PriorState(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
     """What one target was before the action, as the last read saw it (the audit record keeps it)."""
 
     target: str
@@ -101,7 +101,7 @@ class PriorState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     set: bool = False  # already what the action makes it: drained, cordoned, held
 
 
-class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
+class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Everything a confirmation dialog needs, and everything the executor runs."""
 
     kind: ActionKind
@@ -151,13 +151,13 @@ class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
         return None
 
 
-class TargetResult(msgspec.Struct, frozen=True, kw_only=True):
+class TargetResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     target: str
     ok: bool
     message: str = ""
 
 
-class StepResult(msgspec.Struct, frozen=True, kw_only=True):
+class StepResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """What one step of a multi-backend plan did, per target (``not run: ...`` when skipped)."""
 
     kind: ActionKind
@@ -171,7 +171,7 @@ class StepResult(msgspec.Struct, frozen=True, kw_only=True):
         return all(r.ok for r in self.results)
 
 
-class ActionResult(msgspec.Struct, frozen=True, kw_only=True):
+class ActionResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     plan: ActionPlan
     user: str
     started: float

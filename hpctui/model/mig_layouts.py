@@ -62,7 +62,7 @@ def family(model: str | None) -> str | None:
     return None
 
 
-class MigLayoutSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class MigLayoutSpec(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_fields=True):
     """A named layout in config: ``[mig_layouts.NAME] devices = {"1g.10gb" = 5, "2g.20gb" = 1}``
     (the mig-parted ``mig-devices`` form), per GPU. The name is also the ``nvidia.com/mig.config``
     value on GPU Operator nodes, so the operator's ConfigMap must define it too."""

@@ -220,7 +220,7 @@ class FakeMetrics:
 
     async def history(self, node: str, metric: str = "util", gpu: int | None = None,
                       window_s: float | None = None, points: int = 120) -> object:
-        from hpctui.sources.prometheus.source import MetricHistory
+        from hpctui.model.history import MetricHistory
 
         self.asked.append((node, metric, gpu, window_s))
         value = {"util": 42.0, "temp": 60.0, "power": 500.0, "mem": 10240.0}[metric] + (gpu or 0)
