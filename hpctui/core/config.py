@@ -23,7 +23,7 @@ from hpctui.core.wall_settings import ServeSettings, WallSettings
 from hpctui.findings.health import Thresholds
 from hpctui.model.mig_layouts import MigLayoutSpec, validate_config_layouts
 from hpctui.sources.demo.settings import DemoSettings
-from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.sources.registry import SOURCE_KINDS
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -206,9 +206,7 @@ def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "
         raise ConfigError(f"{origin}: {where}.kind: missing (one of {', '.join(SOURCE_KINDS)})")
     if not isinstance(kind, str):
         raise ConfigError(f"{origin}: {where}.kind: expected a string, got {type(kind).__name__}")
-    if kind in PLANNED_SOURCE_KINDS:
-        raise ConfigError(f"{origin}: {where}.kind: source kind {kind!r} is not implemented in this version")
-    entry_kind = SOURCE_KINDS.get(kind) if isinstance(kind, str) else None
+    entry_kind = SOURCE_KINDS.get(kind)
     if entry_kind is None:
         raise ConfigError(f"{origin}: {where}.kind: unknown source kind {kind!r} (one of {', '.join(SOURCE_KINDS)})")
     try:

@@ -6,7 +6,6 @@ Textual app both build one of these.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Event
 from hpctui.model.action import ActionPlan, ActionResult
 from hpctui.sources.base import ActionBackend, Source
+from hpctui.sources.capabilities import AccountingProvider
 from hpctui.sources.registry import SourceContext, build_source
 
 if TYPE_CHECKING:
@@ -146,13 +146,13 @@ class Runtime:
         await reap_killed()  # children killed while they were being spawned: reaped before the loop closes
 
     async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
-        """Fair-share/QoS of the first source that can tell (a Slurm source); None if none can."""
-        for source in sorted(self.sources, key=lambda s: s.kind != "slurm"):  # a real Slurm first
-            query = getattr(source, "accounting", None)
-            if query is not None and inspect.iscoroutinefunction(query):
-                info: AccountingInfo = await query(user=user, account=account)
-                return info
-        return None
+        """Fair-share/QoS from the first :class:`AccountingProvider` source (a real Slurm one
+        before the demo's); None when no source provides accounting."""
+        providers = [s for s in self.sources if isinstance(s, AccountingProvider)]
+        if not providers:
+            return None
+        first = min(providers, key=lambda s: s.kind != "slurm")  # min is stable: the first of a kind wins
+        return await first.accounting(user=user, account=account)
 
 
 def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | None = None,
