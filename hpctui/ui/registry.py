@@ -282,6 +282,7 @@ def key_reference_markdown(keymap: dict[str, str] | None = None) -> str:
 
 
 def bindings(*groups: tuple[ActionSpec, ...]) -> list[BindingType]:
+    """The Textual bindings of these groups' entries, in order, under their ids."""
     return [spec.binding() for group in groups for spec in group]
 
 
