@@ -3,7 +3,7 @@
 - ``docs/reference/config.md``: every config key, from the msgspec settings structs that ``AppConfig`` nests (and
   every source kind of the registry), with its type, bounds, default and the field's attribute docstring (the
   string literal right after the field, as griffe and Sphinx read it).
-- ``docs/reference/keys.md``: every key and ``:`` command, from the key tables (:data:`KEY_TABLES`).
+- ``docs/reference/keys.md``: every key and ``:`` command, from the key tables (:func:`key_tables`).
 
     python scripts/gen_docs.py           # (re)write the pages
     python scripts/gen_docs.py --check   # exit 1, naming them, when a committed page is stale
@@ -231,12 +231,19 @@ def config_reference() -> str:
 # -- the key reference -------------------------------------------------------------------------------------------
 
 
+KEYS_INTRO = ("Every key and `:` command, read from the key tables. Keys are remapped by id in the config's "
+              "`[keymap]` (`\"node.drain\" = \"ctrl+t\"`; several keys comma-separated); the footer and `?` show "
+              "the new keys. A custom action's key has the id `custom.NAME`. Keys that act on the cluster are "
+              "hidden in read-only mode and on the wall display.")
+
+
 def keys_from_key_tables() -> str:
-    """The key and ``:`` command tables as Markdown, from ``hpctui.ui.keys`` and ``hpctui.ui.commands``."""
+    """The key reference page (title, then one table per scope and the ``:`` commands) from the key tables of
+    ``hpctui.ui.keys`` and ``hpctui.ui.commands``: the fallback while there is no action registry."""
     from hpctui.ui.commands import COMMANDS
     from hpctui.ui.keys import ALL_KEYS, SCOPE_TITLES, display_key
 
-    out: list[str] = []
+    out: list[str] = ["# Key reference", "", KEYS_INTRO, ""]
     scopes = list(SCOPE_TITLES) + sorted({k.scope for k in ALL_KEYS} - set(SCOPE_TITLES))
     for scope in scopes:
         specs = [k for k in ALL_KEYS if k.scope == scope]
@@ -257,18 +264,19 @@ def keys_from_key_tables() -> str:
     return "\n".join(out) + "\n"
 
 
-# The one source of the key tables. After the action registry is merged, point this at
-# hpctui.ui.registry.key_reference_markdown (same contract: Markdown sections, no page title).
-KEY_TABLES: Callable[[], str] = keys_from_key_tables
+def key_tables() -> str:
+    """The one source of the key reference page (Markdown, its title included): the action registry's
+    ``hpctui.ui.registry.key_reference_markdown()`` where the registry exists, else :func:`keys_from_key_tables`."""
+    try:
+        from hpctui.ui.registry import key_reference_markdown
+    except ImportError:
+        return keys_from_key_tables()
+    return key_reference_markdown()
 
 
 def key_reference() -> str:
     """The whole key reference page."""
-    intro = ("Every key and `:` command, read from the key tables. Keys are remapped by id in the config's "
-             "`[keymap]` (`\"node.drain\" = \"ctrl+t\"`; several keys comma-separated); the footer and `?` show "
-             "the new keys. A custom action's key has the id `custom.NAME`. Keys that act on the cluster are "
-             "hidden in read-only mode and on the wall display.")
-    return "\n".join([GENERATED_NOTE, "", "# Key reference", "", intro, "", KEY_TABLES().rstrip(), ""])
+    return "\n".join([GENERATED_NOTE, "", key_tables().rstrip(), ""])
 
 
 # -- writing and checking ----------------------------------------------------------------------------------------
