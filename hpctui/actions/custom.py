@@ -68,18 +68,32 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 class CustomActionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
-    command: list[str] | str  # argv template, or one string split with shlex
+    """Letters, digits, ``.``, ``_`` and ``-``; names the palette entry, ``:custom NAME`` and the key id
+    ``custom.NAME``."""
+    command: list[str] | str
+    """Argv template with placeholders, or one string split like a shell would (``shlex``); no shell runs it."""
     scope: Scope = "nodes"
-    key: str | None = None  # Textual key name on the scope's pane ("ctrl+g", "G"); must be free
+    """What it acts on: "nodes" (heatmap), "jobs" (queue) or "pods" (pods table)."""
+    key: str | None = None
+    """Textual key name on the scope's pane ("ctrl+g", "G"); it must be free there."""
     run: RunMode = "local"
+    """"local" (here, once or once per target) or "ssh" (on each node, with the ssh source's settings)."""
     description: str = ""
-    dangerous: bool = False  # typed confirmation word; never allowed in read-only mode
-    confirm: bool = False  # a y/n before it runs (the TUI: enter alone does not run it)
-    read_only_ok: bool = False  # may run in read-only mode (a harmless diagnostic)
-    timeout_s: float = 60.0  # per run (per node over SSH), after the connection is up
-    max_parallel: int = 32  # runs in flight at once
-    max_targets: int | None = None  # refuse bigger selections (1: "on one node", e.g. ibdiagnet)
-    ssh_source: str | None = None  # which ssh source's connection settings (default: the first)
+    """Shown in the palette, the footer and the preview; default: the name."""
+    dangerous: bool = False
+    """Needs the typed confirmation word ``NAME-N``; never allowed in read-only mode."""
+    confirm: bool = False
+    """A y/n before it runs (the TUI: enter alone does not run it)."""
+    read_only_ok: bool = False
+    """May run in read-only mode (a harmless diagnostic; never with ``dangerous``)."""
+    timeout_s: float = 60.0
+    """Per run (per node over SSH), after the connection is up."""
+    max_parallel: int = 32
+    """Runs in flight at once."""
+    max_targets: int | None = None
+    """Refuse bigger selections (1: "on one node", e.g. ibdiagnet)."""
+    ssh_source: str | None = None
+    """Which ssh source's connection settings ``run = "ssh"`` uses (default: the first)."""
 
     @property
     def argv(self) -> tuple[str, ...]:

@@ -68,7 +68,9 @@ class MigLayoutSpec(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_field
     value on GPU Operator nodes, so the operator's ConfigMap must define it too."""
 
     devices: dict[str, int]
+    """MIG profile → instances per GPU, e.g. ``{"3g.40gb" = 2}``; it must fit one GPU."""
     description: str = ""
+    """Shown in the wizard's layout list."""
 
 
 @dataclass(frozen=True, slots=True)
