@@ -141,15 +141,15 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
     if kind is ActionKind.CUSTOM:  # [[custom_actions]]: folded output per node (hpctui.actions.custom)
         from hpctui.actions.custom import known_or_hint, run_custom_act
 
-        hint = known_or_hint(runtime, params)
+        hint = known_or_hint(runtime.port, params)
         if hint is None:
-            return await run_custom_act(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+            return await run_custom_act(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                                         interactive=interactive, prompt=prompt, out=out, err=err)
         err(hint)  # no such action: the executor refuses it below (audited, read-only first), exit 2
     if kind is ActionKind.MIG_RECONFIGURE:  # the MIG wizard's steps (drain, apply, verify, resume)
         from hpctui.actions.mig import run_mig
 
-        return await run_mig(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+        return await run_mig(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                              interactive=interactive, prompt=prompt, out=out, err=err)
     await runtime.collect_once()
     snapshot = runtime.store.snapshot()
@@ -182,7 +182,7 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
         return EXIT_REFUSED
     result = await runtime.run_action(plan, confirmation)
     out(_json(plan, result, False) if as_json else render_result(result))
-    for problem in runtime.executor.audit_errors:
+    for problem in result.audit_errors:
         err(f"hpctui act: warning: {problem}\n")
     if result.refused is not None:
         return EXIT_REFUSED
