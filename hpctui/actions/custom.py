@@ -632,7 +632,7 @@ def new_run(port: WorkflowPort, name: str, targets: Sequence[str], confirmation:
     action = find_action(port.custom_actions, name)
     if action is None:
         raise KeyError(name)
-    ready = action.run != "ssh" or any(action.ssh_source in (None, s.name) for s in port.capability(CommandRunner))
+    ready = action.run != "ssh" or any(action.ssh_source in (None, s.name) for s in port.capability(CommandRunner))  # type: ignore[type-abstract]
     plan = plan_custom(action, targets, port.snapshot(), read_only=port.read_only, ssh_ready=ready)
     return CustomRun(port, plan, confirmation, on_update=on_update)
 

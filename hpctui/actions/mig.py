@@ -104,7 +104,7 @@ ROUTES = ("demo", "k8s", "ssh")  # the source kinds a layout can be applied thro
 def mig_backends(port: WorkflowPort) -> dict[str, ActionBackend]:
     """The sources that can apply a layout, by how: demo, k8s (GPU Operator label), ssh; the first of each."""
     out: dict[str, ActionBackend] = {}
-    for s in port.capability(MigApplier):
+    for s in port.capability(MigApplier):  # type: ignore[type-abstract]  # (a Protocol: mypy wants a class)
         if s.kind in ROUTES and s.kind not in out:
             out[s.kind] = s.mig_backend()
     return out

@@ -60,7 +60,8 @@ async def test_wizard_applies_and_verifies_over_ssh(ssh_bed: SshBed, tmp_path: P
         seen = await backend.read_mig(a)  # type: ignore[attr-defined]
         assert seen[2] == seen[3] == (True, ("1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"))
         assert seen[0] == (False, ()) and seen[4] == (False, ())
-        assert any("$ nvidia-smi mig -i 2 -cgi 9,14,19,19 -C → 0" in p for p in backend.progress)  # ids from -lgip
+        # ids from -lgip; the backend's progress reaches the apply step as it runs
+        assert any("$ nvidia-smi mig -i 2 -cgi 9,14,19,19 -C → 0" in p for p in wf.step("apply").detail)
 
         # back to whole GPUs: CI, GI destroyed, mode off, reset
         wf2 = MigWorkflow(rt.port, [a], "all-disabled", "2,3", poll_s=0.5, verify_timeout_s=60)

@@ -21,9 +21,9 @@ from hpctui.sources.ssh.stream import NodeRunner, ProbeCodec
 from hpctui.sources.ssh.targets import HostlistError, Resolver, select_nodes
 
 if TYPE_CHECKING:
+    from hpctui.sources.registry import SourceContext
     from hpctui.sources.ssh.commands import SshCommandRunner
     from hpctui.sources.ssh.mig import SshMigBackend
-    from hpctui.sources.registry import SourceContext
 
 INSECURE_WARNING = "SSH host key verification is OFF (insecure_skip_host_key_check = true)"
 
