@@ -221,7 +221,8 @@ class K8sActions:
         return await asyncio.to_thread(self._execute, plan, progress)
 
     def _say(self, line: str) -> None:
-        self._say(line)
+        """One progress line: kept in ``progress`` and told to the plan's listener, if any."""
+        self.progress.append(line)
         listener: Progress | None = getattr(self._listening, "progress", None)
         if listener is not None:
             listener(line)
