@@ -1,5 +1,5 @@
 """The MIG reconfiguration wizard's workflow, shared by the TUI (``MigWizardScreen``) and
-``hpctui act mig``.
+``hpctui act mig`` (:mod:`hpctui.cli.act_workflows`).
 
 Steps, each visible with its result and audited: layout → idle check → drain (Slurm) and/or
 cordon (K8s) → wait until empty → apply → verify → gres.conf (Slurm nodes) → resume/uncordon.
@@ -649,87 +649,3 @@ def _show(v: tuple[bool, tuple[str, ...]] | None) -> str:
     if not on:
         return "MIG off"
     return ",".join(profiles) or "MIG on, no instances"
-
-
-# -- hpctui act mig -----------------------------------------------------------------------------
-
-STATUS_MARK = {Status.OK: "ok  ", Status.WARN: "warn", Status.FAILED: "FAIL", Status.SKIPPED: "skip",
-               Status.CANCELLED: "stop", Status.RUNNING: "... ", Status.PENDING: "    "}
-
-
-async def run_mig(port: WorkflowPort, targets: list[str], params: dict[str, str], *, dry_run: bool, yes: bool,
-                  as_json: bool, interactive: bool, prompt: Callable[[str], str],
-                  out: Callable[[str], Any], err: Callable[[str], Any], poll_s: float = 1.0) -> int:
-    """``hpctui act mig``: the wizard headless. 0 ok, 1 a step failed, 2 usage/refused."""
-    import msgspec
-
-    from hpctui.model.hostlist import HostlistError, expand
-
-    nodes: list[str] = []
-    try:
-        for t in targets:
-            nodes.extend(expand(t))
-    except HostlistError as exc:
-        err(f"hpctui act: {exc}\n")
-        return 2
-    layout = params.get("layout", "").strip()
-    if not layout and not port.read_only:  # read-only: refused (and audited) below
-        err("hpctui act mig: needs --param layout=NAME (all-disabled, all-1g, all-balanced, all-7g or a "
-            "mig_layouts name)\n")
-        return 2
-
-    shown: dict[str, Status] = {}
-
-    def show(step: Step, line: str | None) -> None:
-        if as_json:
-            return
-        if line is not None:
-            out(f"       {line}\n")
-        if shown.get(step.key) is not step.status and step.status is not Status.PENDING:
-            shown[step.key] = step.status
-            out(f"[{STATUS_MARK[step.status]}] {step.title}\n")
-
-    await port.collect(all_sources=True)
-    wf = MigWorkflow(port, nodes, layout, params.get("gpus"), on_change=show, poll_s=poll_s,
-                     wait_timeout_s=float(params.get("wait_timeout_s", "1800")),
-                     verify_timeout_s=float(params.get("verify_timeout_s", "300")))
-    prepared = wf.prepare()
-
-    def doc(ran: bool) -> str:
-        return msgspec.json.encode({
-            "dry_run": dry_run, "nodes": nodes, "layout": layout, "ok": wf.ok if ran else prepared,
-            "errors": wf.errors, "affected": wf.affected, "preview": wf.preview() if prepared else [],
-            "confirm_word": wf.confirm_word,
-            "steps": [{"key": s.key, "title": s.title, "status": s.status.value, "detail": s.detail}
-                      for s in wf.steps]}).decode() + "\n"
-
-    if prepared and not as_json:
-        out("plan:\n" + "".join(f"  {line}\n" for line in wf.preview()))
-    if dry_run or not prepared:
-        if not prepared and not dry_run:
-            await wf.run(False)  # audited as refused (a dry run, like every other action's, writes nothing)
-        if as_json:
-            out(doc(False))
-        return 0 if prepared else 2
-    if yes:
-        confirmation: str | bool = wf.confirm_word
-    elif interactive:
-        try:
-            confirmation = prompt(f"Type {wf.confirm_word} to reconfigure MIG on {len(nodes)} node(s) "
-                                  f"(drain, apply, resume): ").strip()
-        except EOFError:
-            confirmation = False
-    else:
-        await wf.run(False)
-        if as_json:
-            out(doc(False))
-        err("hpctui act: not confirmed: stdin is not a terminal, pass --yes to run without asking\n")
-        return 2
-    ok = await wf.run(confirmation)
-    if as_json:
-        out(doc(True))
-    for problem in wf.audit_errors:
-        err(f"hpctui act: warning: {problem}\n")
-    if wf.step("drain").status is Status.CANCELLED:
-        return 2
-    return 0 if ok else 1

@@ -124,7 +124,7 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
                   err: Callable[[str], Any] = sys.stderr.write) -> int:
     """Collect once, plan, show, confirm, execute, report. The caller stops the runtime."""
     if kind is ActionKind.CUSTOM:  # [[custom_actions]]: folded output per node (hpctui.actions.custom)
-        from hpctui.actions.custom import known_or_hint, run_custom_act
+        from hpctui.cli.act_workflows import known_or_hint, run_custom_act
 
         hint = known_or_hint(runtime.port, params)
         if hint is None:
@@ -132,7 +132,7 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
                                         interactive=interactive, prompt=prompt, out=out, err=err)
         err(hint)  # no such action: the executor refuses it below (audited, read-only first), exit 2
     if kind is ActionKind.MIG_RECONFIGURE:  # the MIG wizard's steps (drain, apply, verify, resume)
-        from hpctui.actions.mig import run_mig
+        from hpctui.cli.act_workflows import run_mig
 
         return await run_mig(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                              interactive=interactive, prompt=prompt, out=out, err=err)
