@@ -151,3 +151,27 @@ async def test_the_store_says_when_it_changed_from_any_thread() -> None:
     store.register_source("s", "demo")  # health, not data: a data waiter sleeps on
     assert await health_only is False
     assert not store._waiters  # no waiter left behind
+
+
+def test_the_mig_run_is_one_plan_with_its_actions_as_steps(tmp_path: Path) -> None:
+    rt = demo_runtime(size=64, seed=0, clock=lambda: T0, start_time=T0, audit_path=tmp_path / "audit.jsonl")
+    src = rt.sources[0]
+    assert isinstance(src, DemoSource)
+    node = next(n for n, v in src.sim.mig.items() if v[0] is not None)
+
+    async def go() -> MigWorkflow:
+        await rt.collect_once()
+        wf = MigWorkflow(rt.port, [node], "all-1g", "0", poll_s=0.0)
+        assert wf.prepare()
+        return wf
+
+    wf = asyncio.run(go())
+    plan = wf.gate()
+    assert plan.runnable and plan.confirm_word == "mig-1" and plan.destructive
+    assert [s.kind for s in plan.steps] == [ActionKind.DRAIN_NODES, ActionKind.CORDON_NODES,
+                                            ActionKind.MIG_RECONFIGURE, ActionKind.RESUME_NODES,
+                                            ActionKind.UNCORDON_NODES]
+    apply = plan.steps[2]
+    assert apply.targets == (node,) and any("nvidia-smi mig -i 0 -cgi" in c for c in apply.commands)
+    assert rt.port.refusal(plan, "mig-1") is None and rt.port.refusal(plan, "yes") == "not confirmed (type 'mig-1')"
+    assert AuditLog(tmp_path / "audit.jsonl").read()[-1]["params"]["step"] == "idle"  # planning ran nothing

@@ -332,12 +332,37 @@ class MigWorkflow:
         return result
 
     def gate(self) -> ActionPlan:
-        """The run as the executor's refusal rule sees it: these nodes, the typed word ``mig-N``,
-        the preparation's errors (an unprepared run cannot go)."""
+        """The run as one plan, for the executor's refusal rule and for a reader of the whole run:
+        these nodes, the typed word ``mig-N``, the preparation's errors (an unprepared run cannot go)
+        and, once prepared, its actions as ``steps`` as their backends plan them now (drain, cordon,
+        the apply of each route, then resume and uncordon of what it drains). The steps are re-planned
+        on fresh data when the run gets to them; the wait, verify and gres.conf steps are the wizard's
+        own (recorded with ``params.step``)."""
         errors = tuple(self.errors) or (() if self.step("layout").status is Status.OK else ("not prepared",))
         return ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=SOURCE, targets=tuple(self.nodes),
                           params={"step": "run", "layout": self.layout_name, "gpus": self.gpus_param},
-                          errors=errors, word=self.confirm_word)
+                          errors=errors, word=self.confirm_word, steps=() if errors else self._steps())
+
+    def _steps(self) -> tuple[ActionPlan, ...]:
+        snap = self.port.snapshot()
+        slurm = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None
+                 and "DRAIN" not in nd.slurm.flags]
+        k8s = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.k8s is not None and not nd.k8s.unschedulable]
+        steps: list[ActionPlan] = []
+        before = [(ActionKind.DRAIN_NODES, slurm, {"reason": f"hpctui mig: reconfiguring to {self.layout_name}"}),
+                  (ActionKind.CORDON_NODES, k8s, {})]
+        after = [(ActionKind.RESUME_NODES, slurm), (ActionKind.UNCORDON_NODES, k8s)]
+        for kind, nodes, params in before:
+            if nodes and self.port.backend_for(kind) is not None:
+                steps.append(self.port.plan(kind, nodes, params, snap))
+        steps += [self.port.plan(ActionKind.MIG_RECONFIGURE, r.nodes, r.params(), snap, via=r.backend)
+                  for r in self.routes]
+        for kind, nodes in after:  # what it will have drained: planned when it gets there
+            backend = self.port.backend_for(kind)
+            if nodes and backend is not None:
+                steps.append(ActionPlan(kind=kind, source=backend.name, targets=tuple(nodes),
+                                        notes=("after the verify step: what this run drained or cordoned",)))
+        return tuple(steps)
 
     async def run(self, confirmation: str | bool) -> bool:
         """Run the confirmed wizard; True when every step ended ok (or with a warning)."""

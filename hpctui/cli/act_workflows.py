@@ -177,7 +177,7 @@ async def run_mig(port: WorkflowPort, targets: list[str], params: dict[str, str]
         return msgspec.json.encode({
             "dry_run": dry_run, "nodes": nodes, "layout": layout, "ok": wf.ok if ran else prepared,
             "errors": wf.errors, "affected": wf.affected, "preview": wf.preview() if prepared else [],
-            "confirm_word": wf.confirm_word,
+            "confirm_word": wf.confirm_word, "plan": msgspec.to_builtins(wf.gate()) if prepared else None,
             "steps": [{"key": s.key, "title": s.title, "status": s.status.value, "detail": s.detail}
                       for s in wf.steps]}).decode() + "\n"
 
