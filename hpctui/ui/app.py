@@ -442,7 +442,7 @@ class HpcApp(App[None]):
         if not chosen:
             self.notify(f"{name}: nothing selected ({action.scope})", severity="warning")
             return False
-        run = new_run(self.runtime, name, chosen)
+        run = new_run(self.runtime.port, name, chosen)
 
         def confirmed(go: bool | None) -> None:
             if go:

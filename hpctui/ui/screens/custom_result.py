@@ -2,7 +2,7 @@
 view whose folded output (``clush -b`` style) grows live as nodes answer.
 
 Neither screen runs anything itself: the preview hands the user's confirmation to a
-:class:`~hpctui.actions.custom.CustomRun`, whose task the runtime owns (read-only rule,
+:class:`~hpctui.actions.custom.CustomRun`, whose task the runtime owns (the executor: read-only rule,
 confirmation, audit); the result view only watches it.
 """
 
