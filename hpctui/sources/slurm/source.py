@@ -1,6 +1,7 @@
 """SlurmSource: one Source + ActionBackend over three ways to reach Slurm (CLI, REST, pyslurm).
 
-Auto-detection order: pyslurm if importable and its version matches ``scontrol --version``;
+Auto-detection order: pyslurm if importable and its version matches ``scontrol --version``
+(else the notes say why not, in one line: not installed, libslurm missing, another release);
 else slurmrestd if ``rest_url`` is set and answers; else the CLI. Actions a backend has no
 endpoint for go to the CLI, and the plan's notes say so.
 """
@@ -18,7 +19,7 @@ from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_KINDS, admin_p
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
-from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, pyslurm_matches
+from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, pyslurm_problem
 from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandError, Runner
 from hpctui.sources.slurm.settings import SlurmSettings
@@ -69,22 +70,23 @@ class SlurmSource:
             await self.rest.discover()
             return self.rest
         if want == "pyslurm":
-            module = import_pyslurm()
+            module = import_pyslurm(self.settings.slurm_conf)
             if module is None:
-                raise SourceError("backend = 'pyslurm' but pyslurm cannot be imported")
+                raise SourceError(f"backend = 'pyslurm': {pyslurm_problem(None, None)}")
             self.pyslurm = PyslurmBackend(module)
             return self.pyslurm
         return await self._auto()
 
     async def _auto(self) -> SlurmBackend:
-        module = import_pyslurm()
-        if module is not None:
-            version = await self._scontrol_version()
-            if version and pyslurm_matches(module, version):
-                self.pyslurm = PyslurmBackend(module)
-                self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} matches {version}")
-                return self.pyslurm
-            self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} does not match {version or 'unknown Slurm'}")
+        module = import_pyslurm(self.settings.slurm_conf)
+        version = await self._scontrol_version() if module is not None else None
+        problem = pyslurm_problem(module, version)
+        if module is not None and problem is None:
+            self.pyslurm = PyslurmBackend(module)
+            self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} matches {version}")
+            return self.pyslurm
+        if module is not None or "not installed" not in (problem or ""):
+            self.detect_notes.append(problem or "pyslurm not used")
         if self.rest is not None:
             try:
                 version = await self.rest.discover()
