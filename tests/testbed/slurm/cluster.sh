@@ -14,7 +14,7 @@
 # every port; lets two beds coexist), SLURMLAB_SLURMD_TIMEOUT (10),
 # SLURMLAB_ACCOUNTING (auto|1|0; auto = on when $SBIN/slurmdbd and /usr/sbin/mariadbd exist).
 # A Slurm built elsewhere (../slurm2511: 25.11 from source) sets SLURMLAB_SBIN (its daemons; its
-# client tools first on PATH), SLURMLAB_PLUGDIR, SLURMLAB_REST_PING_V, SLURMLAB_RESTD_USER (the
+# client tools first on PATH), SLURMLAB_PLUGDIR (also written as PluginDir=), SLURMLAB_REST_PING_V, SLURMLAB_RESTD_USER (the
 # unix-socket slurmrestd runs as that user, for releases that refuse root; its socket is then
 # $RUN/rest/slurmrestd.sock in a directory it owns) and SLURMLAB_CGROUP_CONF (cgroup.conf's text).
 set -euo pipefail
@@ -124,6 +124,7 @@ SlurmdSpoolDir=$LAB/spool/slurmd.%n
 SlurmctldPidFile=$RUN/slurmctld.pid
 SlurmdPidFile=$RUN/slurmd.%n.pid
 SlurmctldLogFile=$LOG/slurmctld.log
+$([ -n "${SLURMLAB_PLUGDIR:-}" ] && echo "PluginDir=$PLUGDIR")
 SlurmdLogFile=$LOG/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info

@@ -10,6 +10,9 @@ the prefix's (``SLURMLAB_SBIN``), its client tools come first on ``PATH``, and
   so the unix-socket slurmrestd runs as the unprivileged user ``slurm`` (socket in
   ``run/rest/``): reads work, admin writes over that socket are refused by slurmctld ("Invalid
   user id": the RPCs carry slurm's uid). Admin over REST is the JWT listener with a root token.
+* the plugins are copied (hard links where possible) into the bed's directory, its PluginDir: the
+  unprivileged slurmrestd loads them after dropping root, and the default cache under ``/root``
+  is not traversable by other users.
 * the build has no cgroup/v2 plugin (no dbus headers): ``cgroup.conf`` says ``CgroupPlugin=disabled``.
 * accounting (Debian 12's MariaDB + the prefix's slurmdbd) is on: ``AccountingStorageTRES=gres/gpu``
   is what makes slurmctld report a node's allocated GPUs in its TRES (pyslurm's ``allocated_gres``),
@@ -65,9 +68,30 @@ class Slurm2511Lab(SlurmLab):
         self.bin_dir = PREFIX / "bin"
         self.pyslurm_site = PYSLURM_SITE
         self.env["PATH"] = f"{PREFIX / 'bin'}:{PREFIX / 'sbin'}:{self.env['PATH']}"
+        self.plugin_dir = self.dir / "plugins"
         self.env.update(
-            SLURMLAB_SBIN=str(PREFIX / "sbin"), SLURMLAB_PLUGDIR=str(PREFIX / "lib" / "slurm"),
+            SLURMLAB_SBIN=str(PREFIX / "sbin"), SLURMLAB_PLUGDIR=str(self.plugin_dir),
             SLURMLAB_REST_PING_V=self.rest_version, SLURMLAB_RESTD_USER=self.rest_user,
             SLURMLAB_CGROUP_CONF="CgroupPlugin=disabled", SLURMLAB_ACCOUNTING="1",
         )
         self.rest_socket = str(self.dir / "run" / "rest" / "slurmrestd.sock")
+
+    def start(self) -> None:
+        if not self.plugin_dir.is_dir():
+            _copy_tree(PREFIX / "lib" / "slurm", self.plugin_dir)
+        super().start()
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """``src`` → ``dst`` (hard links, or copies across file systems), then readable by all."""
+    def link_or_copy(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    tmp = dst.with_name(dst.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp, symlinks=True, copy_function=link_or_copy)
+    tmp.chmod(0o755)
+    tmp.rename(dst)
