@@ -197,6 +197,16 @@ def test_real_job_layout_that_fails_costs_only_the_indices() -> None:
     assert j.gpus_requested == 2 and j.gpus_alloc == {}
 
 
+def test_real_array_remainder_keeps_its_limit() -> None:
+    """pyslurm's array_tasks_waiting drops squeue's ``%2``; the display id must match the CLI's."""
+    j = job_from_pyslurm(real_job(id=2, state="PENDING", allocated_nodes=None, array_id=2, array_task_id=None,
+                                  array_tasks_waiting="2-3", array_tasks_parallel=2, gpus={}, gres_per_node={}))
+    assert j.display_id == "2_[2-3%2]" and j.gpus_requested is None
+    task0 = job_from_pyslurm(real_job(id=5, array_id=2, array_task_id=None, array_tasks_waiting=None,
+                                      array_tasks_parallel=2, allocated_nodes="cpu01", gpus={}, gres_per_node={}))
+    assert task0.display_id == "2_0"  # pyslurm reads task 0 as None
+
+
 def test_real_partition_and_diag() -> None:
     part = ns(name="gpu", state="UP", is_default=False, max_time=2880, default_time=60, nodes="gpu[01-04]",
               total_nodes=4, total_cpus=256)

@@ -15,7 +15,7 @@ from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.accounting import AccountingInfo, query_accounting
-from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_KINDS, admin_params, check
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, admin_params, check
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
@@ -183,6 +183,11 @@ class SlurmSource:
                 # ("job array update ... failed"): scontrol says what really happened
                 backend = self._cli()
                 note = f"slurmrestd misreports {kind.value} of array ranges: using scontrol (CLI) instead"
+            if (backend is self.pyslurm and kind in SLURM_JOB_KINDS
+                    and not all(t.isascii() and t.isdigit() for t in clean)):
+                # pyslurm.Job(id) takes a plain job id: array tasks and ranges go to scontrol
+                backend = self._cli()
+                note = f"pyslurm acts on plain job ids only: {kind.value} of array tasks runs with scontrol (CLI)"
             if note:
                 notes.append(note)
             if self.backend is None:

@@ -8,7 +8,8 @@ reason_time, partitions, available_features/active_features, configured_gres
 ({"gpu:h100": 8}), allocated_gres (from the node's TRES: {"gpu": 2, "gpu:h100": 2}, empty
 unless AccountingStorageTRES has gres/gpu), total_cpus, allocated_cpus, real_memory,
 allocated_memory``; job ``id, name, user_name, account, partition, qos, state, state_reason,
-allocated_nodes, num_nodes, array_id, array_task_id, array_tasks_waiting, heterogeneous_id,
+allocated_nodes, num_nodes, array_id, array_task_id, array_tasks_waiting (without squeue's
+``%N`` limit: that is ``array_tasks_parallel``), heterogeneous_id,
 submit_time, start_time, end_time, time_limit, exit_code, exit_code_signal, requeue_count,
 is_requeueable, is_batch_job, priority``; its GPUs from ``gpus`` (TRES: {"gpu": GPU(count=4),
 "gpu:h100": GPU(count=4)}), else ``gres_per_node`` ({"gres/gpu:h100": 4}: Slurm's
@@ -207,6 +208,15 @@ def job_gpus_requested(obj: object, num_nodes: int | None) -> int | None:
     return per_node * (num_nodes or 1) if per_node else None
 
 
+def _array_task_id(obj: object, waiting: str | None) -> int | None:
+    """An array task's index; pyslurm reads task 0 as None (its u32 parser takes 0 for "not
+    set"), so a task record (no pending remainder) without one is task 0."""
+    task = _int(obj, "array_task_id")
+    if task is None and not waiting:
+        return 0
+    return task
+
+
 def job_from_pyslurm(obj: object, layout: dict[str, tuple[int, str | None]] | None = None) -> SlurmJob:
     """A ``pyslurm.Job`` → SlurmJob (raises SlurmParseError without an id or state).
 
@@ -226,6 +236,9 @@ def job_from_pyslurm(obj: object, layout: dict[str, tuple[int, str | None]] | No
             raise SlurmParseError(f"pyslurm job {job_id}: {exc}") from exc
     array_job = _int(obj, "array_job_id", "array_id") or None
     waiting = _str(obj, "array_tasks_waiting")
+    limit = _int(obj, "array_tasks_parallel")
+    if waiting and limit and "%" not in waiting:  # pyslurm cuts squeue's "%N" off: put it back
+        waiting = f"{waiting}%{limit}"
     num_nodes = _int(obj, "num_nodes")
     if layout is None:
         layout = job_gpu_layout(obj) if nodes else {}
@@ -236,7 +249,7 @@ def job_from_pyslurm(obj: object, layout: dict[str, tuple[int, str | None]] | No
     return SlurmJob(
         job_id=job_id,
         array_job_id=array_job,
-        array_task_id=_int(obj, "array_task_id") if array_job else None,
+        array_task_id=_array_task_id(obj, waiting) if array_job else None,
         array_task_str=waiting if array_job else None,
         name=_str(obj, "name"),
         user=_str(obj, "user_name"),
