@@ -6,7 +6,7 @@
 #
 # Idempotent and cached: everything lives under $HPCTUI_SLURM2511 (default
 # ~/.cache/hpctui-slurm2511, outside the checkout) in a directory named by the tag
-# (<cache>/<tag>/{src,build,inst,pyslurm-pyX.Y}); a finished build (stamp file) is reused at once.
+# (<cache>/<tag>/{inst,pyslurm-pyX.Y}; src/ and build/ only while building); a finished build (stamp file) is reused at once.
 # Source, first that answers: the cached build; $SLURM2511_GIT (git dir or URL); the local bare
 # mirror /work/.mirror/SchedMD+slurm/repo; https://github.com/SchedMD/slurm.git (shallow clone).
 # pyslurm is installed with `pip install --target` into <cache>/<tag>/pyslurm-pyX.Y (X.Y of $PYTHON,
@@ -60,32 +60,36 @@ export_tag() {
   log "source: git archive $TAG from $1"
   git --git-dir="$1" archive --format=tar "$TAG" | tar -x -C "$B/src"
 }
-if [ ! -x "$B/src/configure" ]; then
-  rm -rf "$B/src" "$B/build"; mkdir -p "$B/src"
-  if [ -n "${SLURM2511_GIT:-}" ] && [ -d "$SLURM2511_GIT" ] && export_tag "$SLURM2511_GIT"; then :
-  elif [ -n "${SLURM2511_GIT:-}" ] && [ ! -d "$SLURM2511_GIT" ]; then
-    log "source: git clone --depth 1 --branch $TAG $SLURM2511_GIT"
-    rm -rf "$B/src"; git clone -q --depth 1 --branch "$TAG" "$SLURM2511_GIT" "$B/src"
-  elif [ -d "$MIRROR" ] && export_tag "$MIRROR"; then :
-  else
-    log "source: git clone --depth 1 --branch $TAG $UPSTREAM"
-    rm -rf "$B/src"; git clone -q --depth 1 --branch "$TAG" "$UPSTREAM" "$B/src"
-  fi
-fi
-mkdir -p "$B/build"
-if [ ! -f "$B/build/config.status" ]; then
-  # --enable-multiple-slurmd: without it several `slurmd -N name` on one host are refused.
-  # --disable-static halves the libtool compiles; the --without-* skip probes and plugins.
-  (cd "$B/build" && timed configure "$B/configure.log" nice -n 10 ../src/configure --prefix="$P" \
-    --sysconfdir="$B/etc" --enable-slurmrestd --with-jwt --with-http-parser --with-json --with-yaml \
-    --with-munge --enable-multiple-slurmd --disable-static --disable-debug --disable-sview \
-    --disable-x11 --without-hdf5 --without-hwloc --without-pmix --without-ucx --without-rdkafka \
-    --without-lua --without-freeipmi --without-ofed --without-nvml --without-rsmi --without-oneapi \
-    --without-bpf --without-libcurl)
-fi
+# Slurm itself: source, configure, make, install; skipped while the prefix is complete
+# (the source and build trees are removed once the prefix is ready: only inst/ is kept)
 if [ ! -x "$P/sbin/slurmctld" ] || [ ! -e "$P/lib/slurm/libslurmfull.so" ]; then
-  (cd "$B/build" && timed make "$B/make.log" nice -n 10 make -j"$J" &&
-                    timed "make install" "$B/install.log" nice -n 10 make -j"$J" install)
+  if [ ! -x "$B/src/configure" ]; then
+    rm -rf "$B/src" "$B/build"; mkdir -p "$B/src"
+    if [ -n "${SLURM2511_GIT:-}" ] && [ -d "$SLURM2511_GIT" ] && export_tag "$SLURM2511_GIT"; then :
+    elif [ -n "${SLURM2511_GIT:-}" ] && [ ! -d "$SLURM2511_GIT" ]; then
+      log "source: git clone --depth 1 --branch $TAG $SLURM2511_GIT"
+      rm -rf "$B/src"; git clone -q --depth 1 --branch "$TAG" "$SLURM2511_GIT" "$B/src"
+    elif [ -d "$MIRROR" ] && export_tag "$MIRROR"; then :
+    else
+      log "source: git clone --depth 1 --branch $TAG $UPSTREAM"
+      rm -rf "$B/src"; git clone -q --depth 1 --branch "$TAG" "$UPSTREAM" "$B/src"
+    fi
+  fi
+  mkdir -p "$B/build"
+  if [ ! -f "$B/build/config.status" ]; then
+    # --enable-multiple-slurmd: without it several `slurmd -N name` on one host are refused.
+    # --disable-static halves the libtool compiles; the --without-* skip probes and plugins.
+    (cd "$B/build" && timed configure "$B/configure.log" nice -n 10 ../src/configure --prefix="$P" \
+      --sysconfdir="$B/etc" --enable-slurmrestd --with-jwt --with-http-parser --with-json --with-yaml \
+      --with-munge --enable-multiple-slurmd --disable-static --disable-debug --disable-sview \
+      --disable-x11 --without-hdf5 --without-hwloc --without-pmix --without-ucx --without-rdkafka \
+      --without-lua --without-freeipmi --without-ofed --without-nvml --without-rsmi --without-oneapi \
+      --without-bpf --without-libcurl)
+  fi
+  if [ ! -x "$P/sbin/slurmctld" ] || [ ! -e "$P/lib/slurm/libslurmfull.so" ]; then
+    (cd "$B/build" && timed make "$B/make.log" nice -n 10 make -j"$J" &&
+                      timed "make install" "$B/install.log" nice -n 10 make -j"$J" install)
+  fi
 fi
 "$P/sbin/slurmctld" -V >&2
 if [ ! -d "$SITE/pyslurm" ]; then
@@ -104,5 +108,6 @@ if [ ! -d "$SITE/pyslurm" ]; then
   mv "$SITE.new" "$SITE"
 fi
 echo "$STAMP" > "$B/.hpctui-ready"
+rm -rf "$B/src" "$B/build" "$B/pipvenv"   # ~280 MB the bed never needs (the cache keeps inst/ + pyslurm)
 log "ready in $(( $(date +%s) - T0 )) s ($(du -sm "$B" | cut -f1) MB)"
 echo "$B"
