@@ -161,6 +161,10 @@ def test_pyslurm_backend_with_fake_module(monkeypatch: pytest.MonkeyPatch) -> No
         assert res[0].ok and not res[1].ok and res[1].message == "Requested operation is presently disabled"
         plan = src.plan(ActionKind.REBOOT_NODES, ("gpu02",), {"reason": "fw"}, snap)
         assert plan.commands[0].startswith("scontrol reboot ASAP") and "pyslurm cannot reboot" in plan.notes[0]
+        arr = ClusterSnapshot(cluster="t", time=0, nodes=snap.nodes,
+                              jobs=(SlurmJob(job_id=14, array_job_id=12, array_task_id=3, state="PENDING"),))
+        plan = src.plan(ActionKind.HOLD_JOBS, ("12_3",), {}, arr)  # an array task: pyslurm.Job takes ids only
+        assert plan.commands == ("scontrol hold 12_3",) and "pyslurm acts on plain job ids only" in plan.notes[0]
         assert log == ["modify gpu01 {'state': 'DRAIN', 'reason': 'ecc'}", "requeue 12 hold=False"]
 
     asyncio.run(go())

@@ -42,6 +42,10 @@ def test_drain_busy_node_then_drained_then_resume(lab: SlurmLab, backend: str) -
         _, results = await act(src, ActionKind.RESUME_NODES, ("gpu02",))
         assert results[0].ok
         await poll(src, lambda r: nodes(r)["gpu02"].display_state == "IDLE")
+        if backend == "pyslurm":  # what pyslurm cannot do goes to the CLI, and the plan says so
+            _, snap = await snapshot(src)
+            plan = src.plan(ActionKind.REBOOT_NODES, ("gpu02",), {"reason": "fw"}, snap)
+            assert plan.commands[0].startswith("scontrol reboot") and any("pyslurm cannot reboot" in n for n in plan.notes)
 
     run(go())
 
