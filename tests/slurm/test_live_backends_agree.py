@@ -10,7 +10,10 @@ lists every field that differs.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +115,37 @@ def test_cli_rest_and_pyslurm_read_the_same_cluster(lab: SlurmLab) -> None:
     print(f"\n[slurm 25.11 bed] {', '.join(COMPARED)} agree on {len(t)} fields "
           f"({len(results['pyslurm'].slurm_nodes or {})} nodes, {len(results['pyslurm'].slurm_jobs or ())} jobs, "
           f"{len(results['pyslurm'].partitions or ())} partitions)", file=sys.stderr)
+
+
+PROBE = """
+import asyncio, sys
+from hpctui.sources.slurm import SlurmSettings, build_slurm_source
+from hpctui.sources.slurm import pyslurm_backend
+from hpctui.sources.slurm.pyslurm_backend import probe_pyslurm
+
+pyslurm_backend.PROBE_TIMEOUT_S = 5  # libslurm without a usable slurm.conf exits, or waits for a controller
+print(asyncio.run(probe_pyslurm("/nonexistent/slurm.conf")))
+async def auto():
+    src = build_slurm_source(SlurmSettings(backend="auto", slurm_conf=sys.argv[1], bin_dir=sys.argv[2]))
+    try:
+        await src.collect()
+        return src.backend.name if src.backend else None, src.detect_notes
+    finally:
+        await src.close()
+print(asyncio.run(auto()))
+"""
+
+
+def test_real_pyslurm_install_story(lab: SlurmLab) -> None:
+    """In a fresh interpreter (pyslurm not imported yet): a slurm.conf libslurm cannot use is one
+    line, not the end (libslurm's fatal() exits) or a hang (it looks for a controller) of the
+    process; with the bed's slurm.conf, ``auto`` picks pyslurm 25.11."""
+    pyslurm_site = str(lab.pyslurm_site)  # type: ignore[attr-defined]
+    env = dict(lab.env, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), pyslurm_site]))
+    env.pop("SLURM_CONF", None)
+    res = subprocess.run([sys.executable, "-c", PROBE, lab.slurm_conf, str(lab.bin_dir)],  # type: ignore[attr-defined]
+                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    line, chosen = res.stdout.strip().splitlines()
+    assert line.startswith(("pyslurm cannot initialise libslurm here (", "importing pyslurm hung for 5 s")), line
+    assert chosen.startswith("('pyslurm', ['pyslurm 25.11.2 matches slurm 25.11.7'"), chosen

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -26,6 +27,7 @@ from typing import Any
 
 from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
+from hpctui.sanitize import clean_text
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable
@@ -83,6 +85,55 @@ def import_pyslurm(slurm_conf: str | None = None) -> ModuleType | None:
         _init_conf = slurm_conf
     _import_error = None
     return module
+
+
+PROBE_TIMEOUT_S = 30.0
+_probe_failed: dict[str | None, str] = {}  # slurm.conf -> why importing pyslurm with it is not safe
+
+
+async def probe_pyslurm(slurm_conf: str | None) -> str | None:
+    """Whether ``import pyslurm`` is safe in this process: None, or one line saying why not.
+
+    libslurm ends the *process* (``fatal()`` → ``exit(1)``) when it finds no usable slurm.conf
+    at pyslurm's import, which no ``except`` catches; so before the first import in this
+    process, a child interpreter (same ``sys.path``) imports it with the same ``SLURM_CONF``.
+    Not installed at all: said without starting a child."""
+    global _import_error
+    if "pyslurm" in sys.modules:
+        return None
+    if slurm_conf in _probe_failed:  # checked once per slurm.conf
+        _import_error = _probe_failed[slurm_conf]
+        return _import_error
+    if importlib.util.find_spec("pyslurm") is None:
+        _import_error = f"pyslurm is not installed ({INSTALL_HINT})"
+        return _import_error
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    if slurm_conf:
+        env["SLURM_CONF"] = slurm_conf
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import pyslurm", env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:
+        return f"pyslurm import check could not start: {_one_line(exc)}"
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            _, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        _import_error = f"importing pyslurm hung for {PROBE_TIMEOUT_S:g} s (libslurm not answering?): pyslurm not used"
+        return _import_error
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in err.decode(errors="replace").splitlines() if ln.strip()]
+    last = clean_text(lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+    if "libslurm" in last or "cannot open shared object" in last:
+        _import_error = f"pyslurm cannot load libslurm ({last}): rebuild it against this host's Slurm ({INSTALL_HINT})"
+    else:
+        _import_error = f"pyslurm cannot initialise libslurm here ({last}): pyslurm not used"
+    _probe_failed[slurm_conf] = _import_error
+    return _import_error
 
 
 def _describe_import_error(exc: BaseException) -> str:

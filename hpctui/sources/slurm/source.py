@@ -19,7 +19,7 @@ from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLU
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
-from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, pyslurm_problem
+from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, probe_pyslurm, pyslurm_problem
 from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandError, Runner
 from hpctui.sources.slurm.settings import SlurmSettings
@@ -70,7 +70,8 @@ class SlurmSource:
             await self.rest.discover()
             return self.rest
         if want == "pyslurm":
-            module = import_pyslurm(self.settings.slurm_conf)
+            problem = await probe_pyslurm(self.settings.slurm_conf)
+            module = import_pyslurm(self.settings.slurm_conf) if problem is None else None
             if module is None:
                 raise SourceError(f"backend = 'pyslurm': {pyslurm_problem(None, None)}")
             self.pyslurm = PyslurmBackend(module)
@@ -78,7 +79,8 @@ class SlurmSource:
         return await self._auto()
 
     async def _auto(self) -> SlurmBackend:
-        module = import_pyslurm(self.settings.slurm_conf)
+        safe = await probe_pyslurm(self.settings.slurm_conf) is None
+        module = import_pyslurm(self.settings.slurm_conf) if safe else None
         version = await self._scontrol_version() if module is not None else None
         problem = pyslurm_problem(module, version)
         if module is not None and problem is None:
