@@ -59,8 +59,9 @@ def import_pyslurm(slurm_conf: str | None = None) -> ModuleType | None:
     default / ``$SLURM_CONF``); None when it cannot be imported (:func:`pyslurm_problem` says why).
 
     pyslurm initialises libslurm at import from ``$SLURM_CONF``: for the first import that is
-    set to ``slurm_conf`` for the duration of the import only; a later, different
-    ``slurm_conf`` re-initialises the library (``slurm_fini`` + ``slurm_init``)."""
+    set to ``slurm_conf`` for the duration of the import only. A later import with another
+    ``slurm_conf`` does not touch the library: :func:`use_conf`, once the module is known to
+    fit that Slurm, re-initialises it."""
     global _import_error, _init_conf
     first = "pyslurm" not in sys.modules
     saved = os.environ.get("SLURM_CONF")
@@ -79,12 +80,18 @@ def import_pyslurm(slurm_conf: str | None = None) -> ModuleType | None:
                 os.environ["SLURM_CONF"] = saved
     if first:
         _init_conf = slurm_conf or saved
-    elif slurm_conf and slurm_conf != _init_conf:
+    _import_error = None
+    return module
+
+
+def use_conf(module: ModuleType, slurm_conf: str | None) -> None:
+    """libslurm initialised with ``slurm_conf`` (``slurm_fini`` + ``slurm_init`` when the loaded
+    one was initialised with another); call only for a module that fits that Slurm."""
+    global _init_conf
+    if slurm_conf and slurm_conf != _init_conf:
         module.slurm_fini()
         module.slurm_init(slurm_conf)
         _init_conf = slurm_conf
-    _import_error = None
-    return module
 
 
 PROBE_TIMEOUT_S = 30.0

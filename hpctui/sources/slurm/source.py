@@ -19,7 +19,13 @@ from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLU
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
-from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, probe_pyslurm, pyslurm_problem
+from hpctui.sources.slurm.pyslurm_backend import (
+    PyslurmBackend,
+    import_pyslurm,
+    probe_pyslurm,
+    pyslurm_problem,
+    use_conf,
+)
 from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandError, Runner
 from hpctui.sources.slurm.settings import SlurmSettings
@@ -74,6 +80,7 @@ class SlurmSource:
             module = import_pyslurm(self.settings.slurm_conf) if problem is None else None
             if module is None:
                 raise SourceError(f"backend = 'pyslurm': {pyslurm_problem(None, None)}")
+            use_conf(module, self.settings.slurm_conf)
             self.pyslurm = PyslurmBackend(module)
             return self.pyslurm
         return await self._auto()
@@ -84,6 +91,7 @@ class SlurmSource:
         version = await self._scontrol_version() if module is not None else None
         problem = pyslurm_problem(module, version)
         if module is not None and problem is None:
+            use_conf(module, self.settings.slurm_conf)
             self.pyslurm = PyslurmBackend(module)
             self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} matches {version}")
             return self.pyslurm
