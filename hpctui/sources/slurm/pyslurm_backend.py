@@ -55,8 +55,10 @@ def _one_line(exc: BaseException) -> str:
 
 
 def import_pyslurm(slurm_conf: str | None = None) -> ModuleType | None:
-    """The pyslurm module, its libslurm initialised with ``slurm_conf`` (None: libslurm's own
-    default / ``$SLURM_CONF``); None when it cannot be imported (:func:`pyslurm_problem` says why).
+    """The pyslurm module (on the first import, its libslurm initialised with ``slurm_conf``;
+    None: libslurm's own default / ``$SLURM_CONF``); None when it cannot be imported
+    (:func:`pyslurm_problem` says why). Call :func:`probe_pyslurm` first: the import itself
+    can end or hang the process.
 
     pyslurm initialises libslurm at import from ``$SLURM_CONF``: for the first import that is
     set to ``slurm_conf`` for the duration of the import only. A later import with another
