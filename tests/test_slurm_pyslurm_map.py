@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 
-from hpctui.model import SlurmJob, SlurmNodeInfo
-from hpctui.sources.slurm.parse import SlurmParseError, job_from_pyslurm, node_from_pyslurm
+from hpctui.model import SlurmJob, SlurmNodeInfo, SlurmPartition
+from hpctui.sources.slurm.parse import (
+    SlurmParseError,
+    health_from_pyslurm,
+    job_from_pyslurm,
+    job_gpu_layout,
+    node_from_pyslurm,
+    partition_from_pyslurm,
+)
 
 F = frozenset
 
@@ -128,3 +135,88 @@ def test_bad_pyslurm_jobs(obj: SimpleNamespace, words: str) -> None:
     with pytest.raises(SlurmParseError) as info:
         job_from_pyslurm(obj)
     assert words in str(info.value)
+
+
+# -- what a real pyslurm 25.11.2 on Slurm 25.11.7 gives (tests/testbed/slurm2511, ../shared/testbed) --
+class GPU:
+    """pyslurm's ``GPU`` TRES value: only ``count`` is read."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+def real_job(**kw: Any) -> SimpleNamespace:
+    base: dict[str, Any] = {"id": 1, "name": "train-llm", "user_name": "root", "state": "RUNNING",
+                            "state_reason": None, "allocated_nodes": "gpu01", "num_nodes": 1,
+                            "gres_per_node": {"gres/gpu:h100": 2}, "gpus": {"gpu": GPU(2), "gpu:h100": GPU(2)},
+                            "tres_per_node": None}
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_real_node_tres_gres_is_not_counted_twice() -> None:
+    """Node.allocated_gres (from the TRES) lists the untyped total beside the typed entry of the
+    same GPUs: {'gpu': 4, 'gpu:h200': 4} is 4 in use (the old mapper said 8)."""
+    node = ns(name="gpu01", state="MIXED", configured_gres={"gpu:h100": 8},
+              allocated_gres={"gpu": 4, "gpu:h100": 4}, partitions=["gpu", "debug"])
+    info = node_from_pyslurm(node)
+    assert (info.gpus_total, info.gpus_alloc, info.gpu_type) == (8, 4, "h100")
+
+
+def test_real_node_without_gpu_tres_takes_the_jobs_layout() -> None:
+    """Without AccountingStorageTRES=gres/gpu the node's allocated_gres is {}: the GPUs the
+    running jobs hold on it (their per-node layout) are the count; a node without GPUs stays 0."""
+    gpu = ns(name="gpu01", state="MIXED", configured_gres={"gpu:h100": 8}, allocated_gres={})
+    cpu = ns(name="cpu01", state="IDLE", configured_gres={}, allocated_gres={})
+    assert node_from_pyslurm(gpu, {"gpu01": 3}.__getitem__).gpus_alloc == 3
+    assert node_from_pyslurm(cpu, lambda _n: 5).gpus_alloc == 0
+    assert node_from_pyslurm(gpu).gpus_alloc == 0  # no layout given: what the node says
+
+
+def test_real_job_gpus_and_per_node_indices() -> None:
+    layout = {"gpu01": {"cpu_ids": "0-7", "gres": {"gpu:h100": {"count": 2, "indexes": "0-1"}}, "memory": 8192}}
+    job = real_job(get_resource_layout_per_node=lambda: layout)
+    j = job_from_pyslurm(job)
+    assert (j.nodes, j.gpus_requested, j.gpus_alloc) == ("gpu01", 2, {"gpu01": "0-1"})
+    assert job_gpu_layout(job) == {"gpu01": (2, "0-1")}
+
+
+def test_real_pending_job_without_gpu_tres_counts_gres_per_node() -> None:
+    """Slurm's ``gres/gpu:h100:8`` request keeps its ``gres/`` prefix in gres_per_node."""
+    job = real_job(id=3, state="PENDING", state_reason="Resources", allocated_nodes=None, num_nodes=2,
+                   gres_per_node={"gres/gpu:h100": 8}, gpus={})
+    j = job_from_pyslurm(job)
+    assert (j.gpus_requested, j.gpus_alloc, j.reason) == (16, {}, "Resources")
+
+
+def test_real_job_layout_that_fails_costs_only_the_indices() -> None:
+    def boom() -> dict[str, Any]:
+        raise RuntimeError("no job_resrcs")
+
+    j = job_from_pyslurm(real_job(get_resource_layout_per_node=boom))
+    assert j.gpus_requested == 2 and j.gpus_alloc == {}
+
+
+def test_real_array_remainder_keeps_its_limit() -> None:
+    """pyslurm's array_tasks_waiting drops squeue's ``%2``; the display id must match the CLI's."""
+    j = job_from_pyslurm(real_job(id=2, state="PENDING", allocated_nodes=None, array_id=2, array_task_id=None,
+                                  array_tasks_waiting="2-3", array_tasks_parallel=2, gpus={}, gres_per_node={}))
+    assert j.display_id == "2_[2-3%2]" and j.gpus_requested is None
+    task0 = job_from_pyslurm(real_job(id=5, array_id=2, array_task_id=None, array_tasks_waiting=None,
+                                      array_tasks_parallel=2, allocated_nodes="cpu01", gpus={}, gres_per_node={}))
+    assert task0.display_id == "2_0"  # pyslurm reads task 0 as None
+
+
+def test_real_partition_and_diag() -> None:
+    part = ns(name="gpu", state="UP", is_default=False, max_time=2880, default_time=60, nodes="gpu[01-04]",
+              total_nodes=4, total_cpus=256)
+    assert partition_from_pyslurm(part) == SlurmPartition(
+        name="gpu", state="UP", default=False, max_time_min=2880, default_time_min=60, nodes="gpu[01-04]",
+        total_nodes=4, total_cpus=256)
+    cpu = partition_from_pyslurm(ns(name="cpu", state="UP", is_default=True, max_time="UNLIMITED", nodes="cpu[01-"))
+    assert cpu.max_time_unlimited and cpu.max_time_min is None and cpu.nodes is None and cpu.default is True
+    stats = ns(server_thread_count=3, agent_queue_size=0, dbd_agent_queue_size=0, jobs_pending=2, jobs_running=4,
+               backfill_cycle_last=1500, schedule_cycle_mean=120)
+    h = health_from_pyslurm(stats)
+    assert (h.reachable, h.server_thread_count, h.jobs_running, h.last_backfill_cycle_s, h.mean_schedule_cycle_us) == (
+        True, 3, 4, 0.0015, 120.0)

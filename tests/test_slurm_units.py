@@ -161,6 +161,10 @@ def test_pyslurm_backend_with_fake_module(monkeypatch: pytest.MonkeyPatch) -> No
         assert res[0].ok and not res[1].ok and res[1].message == "Requested operation is presently disabled"
         plan = src.plan(ActionKind.REBOOT_NODES, ("gpu02",), {"reason": "fw"}, snap)
         assert plan.commands[0].startswith("scontrol reboot ASAP") and "pyslurm cannot reboot" in plan.notes[0]
+        arr = ClusterSnapshot(cluster="t", time=0, nodes=snap.nodes,
+                              jobs=(SlurmJob(job_id=14, array_job_id=12, array_task_id=3, state="PENDING"),))
+        plan = src.plan(ActionKind.HOLD_JOBS, ("12_3",), {}, arr)  # an array task: pyslurm.Job takes ids only
+        assert plan.commands == ("scontrol hold 12_3",) and "pyslurm acts on plain job ids only" in plan.notes[0]
         assert log == ["modify gpu01 {'state': 'DRAIN', 'reason': 'ecc'}", "requeue 12 hold=False"]
 
     asyncio.run(go())
@@ -180,6 +184,42 @@ def test_auto_skips_pyslurm_whose_version_does_not_match(monkeypatch: pytest.Mon
         with pytest.raises(SourceError, match="slurmctld unreachable"):
             await src.collect()
         assert src.backend is src.cli
-        assert any("does not match slurm-wlm 22.05.8" in n for n in src.detect_notes)
+        assert "pyslurm 25.11.2 is built for Slurm 25.11, this host runs slurm-wlm 22.05.8: pyslurm not used" in src.detect_notes
+
+    asyncio.run(go())
+
+
+# -- the install story: one line saying why pyslurm is not used --------------------------------------
+def test_pyslurm_problem_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpctui.sources.slurm import pyslurm_backend as pb
+
+    monkeypatch.setitem(sys.modules, "pyslurm", None)  # "import pyslurm" raises ModuleNotFoundError
+    assert pb.import_pyslurm() is None
+    line = pb.pyslurm_problem(None, None)
+    assert line is not None and line.startswith("pyslurm is not installed (pip install 'hpctui[pyslurm]'")
+    assert "\n" not in line
+    monkeypatch.delitem(sys.modules, "pyslurm")
+
+    def no_lib(name: str, *a: Any, **kw: Any) -> Any:
+        raise ImportError("libslurmfull.so: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(pb.importlib, "import_module", no_lib)
+    assert pb.import_pyslurm() is None
+    line = pb.pyslurm_problem(None, None)
+    assert line is not None and line.startswith("pyslurm cannot load libslurm (libslurmfull.so: cannot open")
+    mod = types.ModuleType("pyslurm")
+    mod.__version__ = "25.11.2"  # type: ignore[attr-defined]
+    assert pb.pyslurm_problem(mod, "slurm 25.11.7") is None
+    assert pb.pyslurm_problem(mod, "slurm 24.11.5") == (
+        "pyslurm 25.11.2 is built for Slurm 25.11, this host runs slurm 24.11.5: pyslurm not used")
+
+
+def test_backend_pyslurm_without_pyslurm_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyslurm", None)
+
+    async def go() -> None:
+        src = build_slurm_source(SlurmSettings(backend="pyslurm"))
+        with pytest.raises(SourceError, match=r"^backend = 'pyslurm': pyslurm is not installed \(pip install"):
+            await src.collect()
 
     asyncio.run(go())

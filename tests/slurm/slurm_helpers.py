@@ -16,7 +16,13 @@ from hpctui.sources.slurm import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource
 
 T = TypeVar("T")
-BACKENDS = ("cli", "rest-unix", "rest-jwt")
+BACKENDS = ("cli", "rest-unix", "rest-jwt", "pyslurm")  # pyslurm: on the 25.11 bed only (conftest.runs_here)
+PYSLURM_LAB = "25.11"
+
+
+def backends_of(lab: SlurmLab) -> tuple[str, ...]:
+    """The backends that can read ``lab`` (pyslurm only where a real one is built for it)."""
+    return tuple(b for b in BACKENDS if b != "pyslurm" or lab.version == PYSLURM_LAB)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -34,6 +40,8 @@ def settings(lab: SlurmLab, backend: str, **kw: Any) -> SlurmSettings:
         base.update(backend="rest", rest_url=lab.rest_url_unix)
     elif backend == "rest-jwt":
         base.update(backend="rest", rest_url=lab.rest_url_tcp, jwt_from_scontrol=True, jwt_user="root")
+    elif backend == "pyslurm":
+        base["backend"] = "pyslurm"
     else:
         raise ValueError(backend)
     base.update(kw)

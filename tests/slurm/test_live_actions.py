@@ -16,14 +16,22 @@ from hpctui.model.action import ActionKind
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
 
 
-def test_drain_busy_node_then_drained_then_resume(lab: SlurmLab) -> None:
+DRAIN_COMMAND = {
+    "cli": "scontrol update NodeName=gpu02 State=DRAIN 'Reason=xid 79 on GPU3'",
+    "pyslurm": "pyslurm.Node('gpu02').modify(pyslurm.Node(state='DRAIN', reason='xid 79 on GPU3'))",
+}
+
+
+@pytest.mark.slurm2511(backends=("pyslurm",))
+@pytest.mark.parametrize("backend", ["cli", "pyslurm"])
+def test_drain_busy_node_then_drained_then_resume(lab: SlurmLab, backend: str) -> None:
     jid = lab.sbatch("-p", "gpu", "-w", "gpu02", "--gres=gpu:1", "-J", "victim")
     lab.wait_state(jid, "RUNNING")
 
     async def go() -> None:
-        src = source(lab, "cli")
+        src = source(lab, backend)
         plan, results = await act(src, ActionKind.DRAIN_NODES, ("gpu02",), {"reason": "xid 79 on GPU3"})
-        assert plan.commands == ("scontrol update NodeName=gpu02 State=DRAIN 'Reason=xid 79 on GPU3'",)
+        assert plan.commands == (DRAIN_COMMAND[backend],)
         assert any(f"job {jid} (root, victim) RUNNING on gpu02" in a for a in plan.affected)
         assert [r.ok for r in results] == [True]
         r = await poll(src, lambda r: nodes(r)["gpu02"].display_state == "DRAINING")
@@ -34,18 +42,24 @@ def test_drain_busy_node_then_drained_then_resume(lab: SlurmLab) -> None:
         _, results = await act(src, ActionKind.RESUME_NODES, ("gpu02",))
         assert results[0].ok
         await poll(src, lambda r: nodes(r)["gpu02"].display_state == "IDLE")
+        if backend == "pyslurm":  # what pyslurm cannot do goes to the CLI, and the plan says so
+            _, snap = await snapshot(src)
+            plan = src.plan(ActionKind.REBOOT_NODES, ("gpu02",), {"reason": "fw"}, snap)
+            assert plan.commands[0].startswith("scontrol reboot") and any("pyslurm cannot reboot" in n for n in plan.notes)
 
     run(go())
 
 
-def test_requeue_running_batch_job(lab: SlurmLab) -> None:
+@pytest.mark.slurm2511(backends=("pyslurm",))
+@pytest.mark.parametrize("backend", ["cli", "pyslurm"])
+def test_requeue_running_batch_job(lab: SlurmLab, backend: str) -> None:
     jid = lab.sbatch("-p", "cpu", "-n", "1", "-J", "to-requeue")
     lab.wait_state(jid, "RUNNING")
 
     async def go() -> None:
-        src = source(lab, "cli")
+        src = source(lab, backend)
         plan, results = await act(src, ActionKind.REQUEUE_JOBS, (jid,))
-        assert plan.commands == (f"scontrol requeue {jid}",)
+        assert plan.commands == ({"cli": f"scontrol requeue {jid}", "pyslurm": f"pyslurm.Job({jid}).requeue(hold=False)"}[backend],)
         assert results[0].ok, results
         r = await poll(src, lambda r: job(r, jid) is not None and job(r, jid).state == "PENDING")
         assert job(r, jid).restart_count == 1
@@ -57,14 +71,16 @@ def test_requeue_running_batch_job(lab: SlurmLab) -> None:
     run(go())
 
 
-def test_requeue_non_requeueable_job_gets_slurm_error_per_target(lab: SlurmLab) -> None:
+@pytest.mark.slurm2511(backends=("pyslurm",))
+@pytest.mark.parametrize("backend", ["cli", "pyslurm"])
+def test_requeue_non_requeueable_job_gets_slurm_error_per_target(lab: SlurmLab, backend: str) -> None:
     ok_id = lab.sbatch("-p", "cpu", "-n", "1")
     bad_id = lab.sbatch("-p", "cpu", "-n", "1", "--no-requeue")
     lab.wait_state(ok_id, "RUNNING")
     lab.wait_state(bad_id, "RUNNING")
 
     async def go() -> None:
-        src = source(lab, "cli")
+        src = source(lab, backend)
         _, results = await act(src, ActionKind.REQUEUE_HOLD_JOBS, (ok_id, bad_id))
         by = {r.target: r for r in results}
         assert by[ok_id].ok
@@ -76,7 +92,8 @@ def test_requeue_non_requeueable_job_gets_slurm_error_per_target(lab: SlurmLab) 
     run(go())
 
 
-@pytest.mark.parametrize("backend", ["cli", "rest-unix"])
+@pytest.mark.slurm2511(backends=("pyslurm",))
+@pytest.mark.parametrize("backend", ["cli", "rest-unix", "pyslurm"])
 def test_hold_release_cancel(lab: SlurmLab, backend: str) -> None:
     fill = lab.sbatch("-p", "gpu", "-w", "gpu03", "--gres=gpu:a100:4")  # fill gpu03 so the next one waits
     lab.wait_state(fill, "RUNNING")
@@ -89,6 +106,8 @@ def test_hold_release_cancel(lab: SlurmLab, backend: str) -> None:
             plan, results = await act(src, ActionKind.HOLD_JOBS, (waiting,))
             if backend == "rest-unix":
                 assert plan.commands == (f'POST /slurm/{lab.rest_version}/job/{waiting} {{"hold": true}}',)
+            elif backend == "pyslurm":
+                assert plan.commands == (f"pyslurm.Job({waiting}).hold()",)
             assert results[0].ok, results
             await poll(src, lambda r: job(r, waiting).reason == "JobHeldAdmin")
             _, results = await act(src, ActionKind.RELEASE_JOBS, (waiting,))

@@ -1,12 +1,15 @@
 """pyslurm backend, written against the pyslurm 25.11 API (FACTS §7).
 
-Honest status: pyslurm cannot be built against Debian's Slurm 22.05 (its sdist refuses:
-"Slurm version mismatch"), so this code has only run against a fake ``pyslurm`` module
-with the same API in the tests, never against a real libslurm. It is chosen only when
-``import pyslurm`` works *and* its X.Y equals ``scontrol --version``'s. Every blocking call
-runs in this backend's own single worker thread, so the event loop never waits on libslurm
-and a hung libslurm holds one thread, not one more per poll: while a call is still running
-(the poller gave up on it), the next refresh or action is refused instead of queued.
+Proven on a real pyslurm 25.11.2 built against a real Slurm 25.11.7 (tests/testbed/slurm2511:
+the live reads and actions, and a field-by-field comparison with the CLI and REST backends on
+the same cluster). PyPI's pyslurm X.Y builds only against Slurm X.Y (its sdist refuses any
+other: "Slurm version mismatch"), so ``backend = "auto"`` chooses it only when ``import
+pyslurm`` works *and* its X.Y equals ``scontrol --version``'s; otherwise it says why (one
+line, :func:`pyslurm_problem`) and uses the CLI. One refresh is ``Nodes.load()``,
+``Jobs.load()``, ``Partitions.load()`` and ``slurmctld.diag()`` plus the mapping, all in
+this backend's own single worker thread, so the event loop never waits on libslurm and a
+hung libslurm holds one thread, not one more per poll: while a call is still running (the
+poller gave up on it), the next refresh or action is refused instead of queued.
 """
 
 from __future__ import annotations
@@ -14,11 +17,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
+import importlib.util
+import os
 import re
+import sys
+from collections import Counter
 from types import ModuleType
 from typing import Any
 
-from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
+from hpctui.base.sanitize import clean_text
+from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
 from hpctui.model.action import ActionKind, TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
@@ -36,11 +44,130 @@ def major_minor(version: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def import_pyslurm() -> ModuleType | None:
+INSTALL_HINT = "pip install 'hpctui[pyslurm]' on a host with Slurm 25.11 and its headers (slurm/slurm.h)"
+_import_error: str | None = None  # why the last import_pyslurm() failed, one line
+_init_conf: str | None = None  # the slurm.conf the loaded libslurm was initialised with (None: its default)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
+
+
+def import_pyslurm(slurm_conf: str | None = None) -> ModuleType | None:
+    """The pyslurm module (on the first import, its libslurm initialised with ``slurm_conf``;
+    None: libslurm's own default / ``$SLURM_CONF``); None when it cannot be imported
+    (:func:`pyslurm_problem` says why). Call :func:`probe_pyslurm` first: the import itself
+    can end or hang the process.
+
+    pyslurm initialises libslurm at import from ``$SLURM_CONF``: for the first import that is
+    set to ``slurm_conf`` for the duration of the import only. A later import with another
+    ``slurm_conf`` does not touch the library: :func:`use_conf`, once the module is known to
+    fit that Slurm, re-initialises it."""
+    global _import_error, _init_conf
+    first = "pyslurm" not in sys.modules
+    saved = os.environ.get("SLURM_CONF")
     try:
-        return importlib.import_module("pyslurm")
-    except Exception:  # ImportError, or a build against a missing libslurm
+        if first and slurm_conf:
+            os.environ["SLURM_CONF"] = slurm_conf
+        module = importlib.import_module("pyslurm")
+    except Exception as exc:  # ImportError, or a build against a missing/other libslurm
+        _import_error = _describe_import_error(exc)
         return None
+    finally:
+        if first and slurm_conf:
+            if saved is None:
+                os.environ.pop("SLURM_CONF", None)
+            else:
+                os.environ["SLURM_CONF"] = saved
+    if first:
+        _init_conf = slurm_conf or saved
+    _import_error = None
+    return module
+
+
+def use_conf(module: ModuleType, slurm_conf: str | None) -> None:
+    """libslurm initialised with ``slurm_conf`` (``slurm_fini`` + ``slurm_init`` when the loaded
+    one was initialised with another); call only for a module that fits that Slurm."""
+    global _init_conf
+    if slurm_conf and slurm_conf != _init_conf:
+        module.slurm_fini()
+        module.slurm_init(slurm_conf)
+        _init_conf = slurm_conf
+
+
+PROBE_TIMEOUT_S = 30.0
+_probe_failed: dict[str | None, str] = {}  # slurm.conf -> why importing pyslurm with it is not safe
+
+
+async def probe_pyslurm(slurm_conf: str | None) -> str | None:
+    """Whether ``import pyslurm`` is safe in this process: None, or one line saying why not.
+
+    libslurm ends the *process* (``fatal()`` → ``exit(1)``) when it finds no usable slurm.conf
+    at pyslurm's import, which no ``except`` catches; so before the first import in this
+    process, a child interpreter (same ``sys.path``) imports it with the same ``SLURM_CONF``.
+    Not installed at all: said without starting a child."""
+    global _import_error
+    if "pyslurm" in sys.modules:
+        return None
+    if slurm_conf in _probe_failed:  # checked once per slurm.conf
+        _import_error = _probe_failed[slurm_conf]
+        return _import_error
+    if importlib.util.find_spec("pyslurm") is None:
+        _import_error = f"pyslurm is not installed ({INSTALL_HINT})"
+        return _import_error
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    if slurm_conf:
+        env["SLURM_CONF"] = slurm_conf
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import pyslurm", env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:
+        return f"pyslurm import check could not start: {_one_line(exc)}"
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            _, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        _import_error = f"importing pyslurm hung for {PROBE_TIMEOUT_S:g} s (libslurm not answering?): pyslurm not used"
+        return _import_error
+    if proc.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in err.decode(errors="replace").splitlines() if ln.strip()]
+    last = clean_text(lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+    if "libslurm" in last or "cannot open shared object" in last:
+        _import_error = f"pyslurm cannot load libslurm ({last}): rebuild it against this host's Slurm ({INSTALL_HINT})"
+    else:
+        _import_error = f"pyslurm cannot initialise libslurm here ({last}): pyslurm not used"
+    _probe_failed[slurm_conf] = _import_error
+    return _import_error
+
+
+def _describe_import_error(exc: BaseException) -> str:
+    """An import failure → one line that says what is missing and what to do."""
+    text = _one_line(exc)
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "pyslurm":
+        return f"pyslurm is not installed ({INSTALL_HINT})"
+    if "libslurm" in text:
+        return f"pyslurm cannot load libslurm ({text}): rebuild it against this host's Slurm ({INSTALL_HINT})"
+    return f"pyslurm cannot be imported ({text})"
+
+
+def pyslurm_problem(module: ModuleType | None, scontrol_version: str | None) -> str | None:
+    """None when ``module`` fits the running Slurm (same X.Y as ``scontrol --version``), else
+    one line saying why not: not installed, libslurm missing, or built for another release."""
+    if module is None:
+        return _import_error or f"pyslurm is not installed ({INSTALL_HINT})"
+    if not scontrol_version:
+        return "the Slurm version is unknown (scontrol --version failed): pyslurm not used"
+    if not pyslurm_matches(module, scontrol_version):
+        mine = major_minor(str(getattr(module, "__version__", "")))
+        built = f"Slurm {mine[0]}.{mine[1]:02d}" if mine else "another Slurm"
+        return (f"pyslurm {getattr(module, '__version__', '?')} is built for {built}, "
+                f"this host runs {scontrol_version}: pyslurm not used")
+    return None
 
 
 def pyslurm_matches(module: ModuleType, scontrol_version: str) -> bool:
@@ -73,8 +200,9 @@ class PyslurmBackend:
         if self._in_flight:
             raise SourceError("previous pyslurm call still running (libslurm not answering?): skipped")
 
-    async def _call(self, label: str, fn: Any, *args: Any) -> Any:
-        self.calls.append(label)
+    async def _call(self, label: str | None, fn: Any, *args: Any) -> Any:
+        if label is not None:
+            self.calls.append(label)
         fut = self._pool.submit(fn, *args)
         self._in_flight.add(fut)
         fut.add_done_callback(self._in_flight.discard)
@@ -83,38 +211,91 @@ class PyslurmBackend:
     async def collect(self) -> Collected:
         self._check_idle()
         try:
-            nodes_obj, jobs_obj = await asyncio.gather(
-                self._call("pyslurm.Nodes.load()", self.ps.Nodes.load),
-                self._call("pyslurm.Jobs.load()", self.ps.Jobs.load),
-            )
+            return await self._call(None, self._read)
         except SourceError:
             raise
         except Exception as exc:
             raise self._error("load", exc) from exc
-        # one unreadable object costs that record (with a warning), never the whole refresh
+
+    def _load(self, label: str, fn: Any) -> Any:
+        """Blocking: one library call, recorded under ``label``."""
+        self.calls.append(label)
+        return fn()
+
+    def _read(self) -> Collected:
+        """Blocking, in the worker thread: the loads and the mapping of one refresh.
+
+        Nodes and jobs must both load (else the refresh fails); partitions and the controller
+        statistics are optional, a failure of either is a warning. One unreadable object costs
+        that record (with a warning), never the whole refresh."""
+        ps = self.ps
+        nodes_obj = self._load("pyslurm.Nodes.load()", ps.Nodes.load)
+        jobs_obj = self._load("pyslurm.Jobs.load()", ps.Jobs.load)
         warnings: list[str] = []
-        bad_nodes, bad_jobs = Dropped("node"), Dropped("job")
+        jobs, in_use = self._map_jobs(jobs_obj, warnings)
+        nodes = self._map_nodes(nodes_obj, in_use, warnings)
+        partitions = self._read_partitions(warnings)
+        return Collected(nodes=nodes, jobs=jobs, controller=self._read_controller(warnings),
+                         warnings=warnings, partitions=partitions)
+
+    def _map_jobs(self, jobs_obj: Any, warnings: list[str]) -> tuple[tuple[SlurmJob, ...], Counter[str]]:
+        """Live jobs (finished ones dropped, as parse_jobs_json does) and the GPUs they hold per node."""
+        bad = Dropped("job")
+        jobs: list[SlurmJob] = []
+        in_use: Counter[str] = Counter()
+        for obj in _values(jobs_obj):
+            try:
+                layout = parse.job_gpu_layout(obj) if getattr(obj, "allocated_nodes", None) else {}
+                job = parse.job_from_pyslurm(obj, layout)
+            except (parse.SlurmParseError, UnicodeError) as exc:
+                bad(str(exc))
+                continue
+            if job.state in parse.LIVE_JOB_STATES:
+                jobs.append(job)
+                for node, (count, _) in layout.items():
+                    in_use[node] += count
+        bad.report(warnings)
+        return tuple(jobs), in_use
+
+    def _map_nodes(self, nodes_obj: Any, in_use: Counter[str], warnings: list[str]) -> dict[str, SlurmNodeInfo]:
+        bad = Dropped("node")
         nodes: dict[str, SlurmNodeInfo] = {}
         for node in _values(nodes_obj):
             try:
-                info = parse.node_from_pyslurm(node)
+                info = parse.node_from_pyslurm(node, in_use.__getitem__)
             except (parse.SlurmParseError, UnicodeError) as exc:
-                bad_nodes(str(exc))
+                bad(str(exc))
                 continue
             nodes[str(node.name)] = info
-        jobs_l: list[SlurmJob] = []
-        for obj in _values(jobs_obj):
+        bad.report(warnings)
+        return nodes
+
+    def _read_partitions(self, warnings: list[str]) -> tuple[SlurmPartition, ...] | None:
+        try:
+            objs = self._load("pyslurm.Partitions.load()", self.ps.Partitions.load)
+        except Exception as exc:
+            warnings.append(f"partitions unavailable: {_one_line(exc)}")
+            return None
+        bad = Dropped("partition")
+        out: list[SlurmPartition] = []
+        for obj in _values(objs):
             try:
-                job = parse.job_from_pyslurm(obj)
+                out.append(parse.partition_from_pyslurm(obj))
             except (parse.SlurmParseError, UnicodeError) as exc:
-                bad_jobs(str(exc))
-                continue
-            if job.state in parse.LIVE_JOB_STATES:  # same as parse_jobs_json: finished jobs dropped
-                jobs_l.append(job)
-        bad_nodes.report(warnings)
-        bad_jobs.report(warnings)
-        return Collected(nodes=nodes, jobs=tuple(jobs_l), controller=ControllerHealth(reachable=True, detail="pyslurm"),
-                         warnings=warnings)
+                bad(str(exc))
+        bad.report(warnings)
+        return tuple(out)
+
+    def _read_controller(self, warnings: list[str]) -> ControllerHealth:
+        ctld = getattr(self.ps, "slurmctld", None)
+        diag = getattr(ctld, "diag", None)
+        if diag is None:
+            return ControllerHealth(reachable=True, detail="pyslurm")
+        try:
+            return parse.health_from_pyslurm(self._load("pyslurm.slurmctld.diag()", diag))
+        except Exception as exc:
+            warnings.append(f"controller health unavailable: {_one_line(exc)}")
+            return ControllerHealth(reachable=True, detail=f"pyslurm diag failed: {_one_line(exc)}")
 
     def describe(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[str]:
         reason = params.get("reason", "")
@@ -178,11 +359,16 @@ class PyslurmBackend:
             return [r if not r.ok else TargetResult(target=r.target, ok=False, message=f"cannot verify: {exc}")
                     for r in results]
         states = {k: j.state for j in jobs or () for k in (str(j.job_id), j.display_id)}
-        return [
-            r if not r.ok or states.get(r.target, "CANCELLED") in ("CANCELLED", "COMPLETING")
-            else TargetResult(target=r.target, ok=False, message=f"still {states[r.target]} after cancel")
-            for r in results
-        ]
+        out = []
+        for r in results:
+            state = states.get(r.target)
+            if not r.ok:
+                out.append(r)
+            elif state in (None, "CANCELLED", "COMPLETING"):  # as the CLI's verify_cancel says it
+                out.append(TargetResult(target=r.target, ok=True, message=f"cancelled (verified: {state or 'gone'})"))
+            else:
+                out.append(TargetResult(target=r.target, ok=False, message=f"still {state} after cancel"))
+        return out
 
     async def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

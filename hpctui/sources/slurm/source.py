@@ -1,6 +1,7 @@
 """SlurmSource: one Source + ActionBackend over three ways to reach Slurm (CLI, REST, pyslurm).
 
-Auto-detection order: pyslurm if importable and its version matches ``scontrol --version``;
+Auto-detection order: pyslurm if importable and its version matches ``scontrol --version``
+(else the notes say why not, in one line: not installed, libslurm missing, another release);
 else slurmrestd if ``rest_url`` is set and answers; else the CLI. Actions a backend has no
 endpoint for go to the CLI, and the plan's notes say so.
 """
@@ -14,11 +15,17 @@ from hpctui.model import ClusterSnapshot, SourceResult
 from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.accounting import AccountingInfo, query_accounting
-from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_KINDS, admin_params, check
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, admin_params, check
 from hpctui.sources.slurm.backend import SlurmBackend
 from hpctui.sources.slurm.cli import CliBackend
 from hpctui.sources.slurm.jwt import JwtProvider
-from hpctui.sources.slurm.pyslurm_backend import PyslurmBackend, import_pyslurm, pyslurm_matches
+from hpctui.sources.slurm.pyslurm_backend import (
+    PyslurmBackend,
+    import_pyslurm,
+    probe_pyslurm,
+    pyslurm_problem,
+    use_conf,
+)
 from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandError, Runner
 from hpctui.sources.slurm.settings import SlurmSettings
@@ -69,22 +76,27 @@ class SlurmSource:
             await self.rest.discover()
             return self.rest
         if want == "pyslurm":
-            module = import_pyslurm()
+            problem = await probe_pyslurm(self.settings.slurm_conf)
+            module = import_pyslurm(self.settings.slurm_conf) if problem is None else None
             if module is None:
-                raise SourceError("backend = 'pyslurm' but pyslurm cannot be imported")
+                raise SourceError(f"backend = 'pyslurm': {pyslurm_problem(None, None)}")
+            use_conf(module, self.settings.slurm_conf)
             self.pyslurm = PyslurmBackend(module)
             return self.pyslurm
         return await self._auto()
 
     async def _auto(self) -> SlurmBackend:
-        module = import_pyslurm()
-        if module is not None:
-            version = await self._scontrol_version()
-            if version and pyslurm_matches(module, version):
-                self.pyslurm = PyslurmBackend(module)
-                self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} matches {version}")
-                return self.pyslurm
-            self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} does not match {version or 'unknown Slurm'}")
+        safe = await probe_pyslurm(self.settings.slurm_conf) is None
+        module = import_pyslurm(self.settings.slurm_conf) if safe else None
+        version = await self._scontrol_version() if module is not None else None
+        problem = pyslurm_problem(module, version)
+        if module is not None and problem is None:
+            use_conf(module, self.settings.slurm_conf)
+            self.pyslurm = PyslurmBackend(module)
+            self.detect_notes.append(f"pyslurm {getattr(module, '__version__', '?')} matches {version}")
+            return self.pyslurm
+        if module is not None or "not installed" not in (problem or ""):
+            self.detect_notes.append(problem or "pyslurm not used")
         if self.rest is not None:
             try:
                 version = await self.rest.discover()
@@ -181,6 +193,11 @@ class SlurmSource:
                 # ("job array update ... failed"): scontrol says what really happened
                 backend = self._cli()
                 note = f"slurmrestd misreports {kind.value} of array ranges: using scontrol (CLI) instead"
+            if (backend is self.pyslurm and kind in SLURM_JOB_KINDS
+                    and not all(t.isascii() and t.isdigit() for t in clean)):
+                # pyslurm.Job(id) takes a plain job id: array tasks and ranges go to scontrol
+                backend = self._cli()
+                note = f"pyslurm acts on plain job ids only: {kind.value} of array tasks runs with scontrol (CLI)"
             if note:
                 notes.append(note)
             if self.backend is None:

@@ -12,7 +12,11 @@
 # munged.pid) and it is stopped by that pid only - never by name. Loopback only.
 # Env: SLURMLAB (state dir, default $TMPDIR/hpctui-slurmlab), SLURMLAB_PORT_OFFSET (added to
 # every port; lets two beds coexist), SLURMLAB_SLURMD_TIMEOUT (10),
-# SLURMLAB_ACCOUNTING (auto|1|0; auto = on when /usr/sbin/slurmdbd and /usr/sbin/mariadbd exist).
+# SLURMLAB_ACCOUNTING (auto|1|0; auto = on when $SBIN/slurmdbd and /usr/sbin/mariadbd exist).
+# A Slurm built elsewhere (../slurm2511: 25.11 from source) sets SLURMLAB_SBIN (its daemons; its
+# client tools first on PATH), SLURMLAB_PLUGDIR (also written as PluginDir=), SLURMLAB_REST_PING_V, SLURMLAB_RESTD_USER (the
+# unix-socket slurmrestd runs as that user, for releases that refuse root; its socket is then
+# $RUN/rest/slurmrestd.sock in a directory it owns) and SLURMLAB_CGROUP_CONF (cgroup.conf's text).
 set -euo pipefail
 LAB=${SLURMLAB:-${TMPDIR:-/tmp}/hpctui-slurmlab}
 ETC=$LAB/etc RUN=$LAB/run LOG=$LAB/log
@@ -25,7 +29,10 @@ REST_PORT=$((6820 + OFF))
 DBD_PORT=$((16819 + OFF)) DB_PORT=$((13306 + OFF))
 SLURMD_TIMEOUT=${SLURMLAB_SLURMD_TIMEOUT:-10}
 NODES="gpu01 gpu02 gpu03 gpu04 cpu01 cpu02"
-PLUGDIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
+SBIN=${SLURMLAB_SBIN:-/usr/sbin}
+PLUGDIR=${SLURMLAB_PLUGDIR:-/usr/lib/x86_64-linux-gnu/slurm-wlm}
+RESTD_USER=${SLURMLAB_RESTD_USER:-}
+REST_SOCK=$RUN/slurmrestd.sock; [ -n "$RESTD_USER" ] && REST_SOCK=$RUN/rest/slurmrestd.sock
 HAVE_JWT=0; [ -e $PLUGDIR/auth_jwt.so ] && HAVE_JWT=1
 # slurmrestd plugins and the version its readiness ping asks for: 22.05 has one plugin per version,
 # 23.02+ one per daemon serving every data_parser built (24.11: v0.0.40-42; slurmdbd only with accounting)
@@ -34,8 +41,9 @@ if [ -e $PLUGDIR/openapi_slurmctld.so ]; then
 else
   OPENAPI=openapi/v0.0.38,openapi/v0.0.37,openapi/v0.0.36 OPENAPI_DB=openapi/dbv0.0.38 PING_V=v0.0.38
 fi
+PING_V=${SLURMLAB_REST_PING_V:-$PING_V}
 ACCT=${SLURMLAB_ACCOUNTING:-auto}
-if [ "$ACCT" = auto ]; then ACCT=0; [ -x /usr/sbin/slurmdbd ] && [ -x /usr/sbin/mariadbd ] && ACCT=1; fi
+if [ "$ACCT" = auto ]; then ACCT=0; [ -x "$SBIN/slurmdbd" ] && [ -x /usr/sbin/mariadbd ] && ACCT=1; fi
 DBRUN=$LAB/dbrun   # owned by mysql: socket, pid, error log (mariadbd cannot write root-owned dirs)
 MYSQL="mariadb --no-defaults -S $DBRUN/mysqld.sock -uroot"
 
@@ -116,6 +124,7 @@ SlurmdSpoolDir=$LAB/spool/slurmd.%n
 SlurmctldPidFile=$RUN/slurmctld.pid
 SlurmdPidFile=$RUN/slurmd.%n.pid
 SlurmctldLogFile=$LOG/slurmctld.log
+$([ -n "${SLURMLAB_PLUGDIR:-}" ] && echo "PluginDir=$PLUGDIR")
 SlurmdLogFile=$LOG/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
@@ -149,6 +158,7 @@ PartitionName=cpu Nodes=cpu[01-02] Default=YES MaxTime=INFINITE DefaultTime=01:0
 PartitionName=gpu Nodes=gpu[01-04] MaxTime=2-00:00:00 DefaultTime=01:00:00 State=UP
 PartitionName=debug Nodes=ALL MaxTime=00:30:00 DefaultTime=00:10:00 State=UP
 CONF
+  if [ -n "${SLURMLAB_CGROUP_CONF:-}" ]; then printf '%s\n' "$SLURMLAB_CGROUP_CONF" > "$ETC/cgroup.conf"; fi
   cat > "$ETC/gres.conf" <<CONF
 AutoDetect=off
 NodeName=gpu[01-02] Name=gpu Type=h100 File=$LAB/dev/nvidia[0-7]
@@ -203,7 +213,7 @@ start_db() {  # $1=1: fresh cluster (empty accounting db). Private MariaDB on 12
 start_dbd() {
   alive "$RUN/slurmdbd.fg.pid" && return
   # slurmdbd has no -f: it reads slurmdbd.conf next to $SLURM_CONF
-  setsid /usr/sbin/slurmdbd -D >"$LOG/slurmdbd.out" 2>&1 </dev/null &
+  setsid "$SBIN/slurmdbd" -D >"$LOG/slurmdbd.out" 2>&1 </dev/null &
   echo $! > "$RUN/slurmdbd.fg.pid"
   for _ in $(seq 200); do sacctmgr -n list cluster >/dev/null 2>&1 && return; sleep 0.1; done
   log "slurmdbd did not come up"; tail -20 "$LOG/slurmdbd.log" >&2; return 1
@@ -249,7 +259,7 @@ SEED
 start_ctld() {  # $1=1: fresh cluster (-c: ignore saved state); 0: restart, keep jobs and node states
   if alive "$RUN/slurmctld.fg.pid"; then return; fi
   local clean=""; [ "${1:-1}" = 1 ] && clean="-c"
-  setsid /usr/sbin/slurmctld -D $clean -f "$SLURM_CONF" >"$LOG/slurmctld.out" 2>&1 </dev/null &
+  setsid "$SBIN/slurmctld" -D $clean -f "$SLURM_CONF" >"$LOG/slurmctld.out" 2>&1 </dev/null &
   echo $! > "$RUN/slurmctld.fg.pid"
   for _ in $(seq 150); do scontrol ping 2>/dev/null | grep -q 'is UP' && return; sleep 0.1; done
   log "slurmctld did not come up"; tail -20 "$LOG/slurmctld.log" >&2; return 1
@@ -260,7 +270,7 @@ start_slurmds() {
   for n in $NODES; do
     alive "$RUN/slurmd.$n.fg.pid" && continue
     mkdir -p "$LAB/spool/slurmd.$n"
-    setsid unshare --uts sh -c "hostname $n && exec /usr/sbin/slurmd -D -N $n -f $SLURM_CONF" \
+    setsid unshare --uts sh -c "hostname $n && exec $SBIN/slurmd -D -N $n -f $SLURM_CONF" \
         >"$LOG/slurmd.$n.out" 2>&1 </dev/null &
     echo $! > "$RUN/slurmd.$n.fg.pid"
   done
@@ -278,18 +288,24 @@ start_restd() {
   [ "$ACCT" = 1 ] && OPENAPI=$OPENAPI,$OPENAPI_DB
   # Two processes: in 22.05 one slurmrestd cannot serve rest_auth/local and JWT at once.
   if ! alive "$RUN/slurmrestd.fg.pid"; then
-    rm -f "$RUN/slurmrestd.sock"
-    SLURMRESTD_SECURITY=disable_user_check setsid /usr/sbin/slurmrestd -f "$SLURM_CONF" \
-        -a rest_auth/local -s "$OPENAPI" "unix:$RUN/slurmrestd.sock" >"$LOG/slurmrestd.log" 2>&1 </dev/null &
+    rm -f "$REST_SOCK"
+    if [ -n "$RESTD_USER" ]; then  # 25.11 refuses root and disable_user_check (release builds)
+      install -d -o "$RESTD_USER" -g "$RESTD_USER" -m 0755 "$RUN/rest"
+      setsid "$SBIN/slurmrestd" -f "$SLURM_CONF" -u "$RESTD_USER" -g "$RESTD_USER" \
+          -a rest_auth/local -s "$OPENAPI" "unix:$REST_SOCK" >"$LOG/slurmrestd.log" 2>&1 </dev/null &
+    else
+      SLURMRESTD_SECURITY=disable_user_check setsid "$SBIN/slurmrestd" -f "$SLURM_CONF" \
+          -a rest_auth/local -s "$OPENAPI" "unix:$REST_SOCK" >"$LOG/slurmrestd.log" 2>&1 </dev/null &
+    fi
     echo $! > "$RUN/slurmrestd.fg.pid"
   fi
   if [ "$HAVE_JWT" = 1 ] && ! alive "$RUN/slurmrestd-jwt.fg.pid"; then
-    SLURM_JWT=daemon setsid /usr/sbin/slurmrestd -f "$SLURM_CONF" -u slurm -g slurm \
+    SLURM_JWT=daemon setsid "$SBIN/slurmrestd" -f "$SLURM_CONF" -u slurm -g slurm \
         -a rest_auth/jwt -s "$OPENAPI" "127.0.0.1:$REST_PORT" >"$LOG/slurmrestd-jwt.log" 2>&1 </dev/null &
     echo $! > "$RUN/slurmrestd-jwt.fg.pid"
   fi
   for _ in $(seq 100); do
-    if curl -sf --unix-socket "$RUN/slurmrestd.sock" http://localhost/slurm/$PING_V/ping >/dev/null 2>&1; then
+    if curl -sf --unix-socket "$REST_SOCK" http://localhost/slurm/$PING_V/ping >/dev/null 2>&1; then
       [ "$HAVE_JWT" = 1 ] || return 0   # the jwt instance answers 401 without a token once it listens
       [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$REST_PORT/slurm/$PING_V/ping")" = 401 ] && return 0
     fi
@@ -393,7 +409,7 @@ case "${1:-}" in
     stop_pidfile "$RUN/mariadbd.fg.pid" 30 & stop_pidfile "$RUN/munged.pid" &
     wait
     log "slurm daemons stopped in $(dt "$T1" "$T2")s, mariadbd/munged in $(since "$T2")s"
-    rm -f "$RUN/slurmrestd.sock" "$RUN/keep-state"
+    rm -f "$REST_SOCK" "$RUN/keep-state"
     log "jobs cancelled in $(dt "$T0" "$T1")s, down in $(since "$T0")s"
     ;;
   reset)  # between tests: cancel every job, RESUME every node, cancel reboots, wait until all are idle
@@ -413,7 +429,7 @@ case "${1:-}" in
   env)
     echo "export SLURMLAB=$LAB"
     echo "export SLURM_CONF=$SLURM_CONF"
-    echo "export SLURMRESTD_SOCKET=$RUN/slurmrestd.sock"
+    echo "export SLURMRESTD_SOCKET=$REST_SOCK"
     if [ "$HAVE_JWT" = 1 ]; then echo "export SLURMRESTD_URL=http://127.0.0.1:$REST_PORT"; fi
     if [ -s "$SLURM_CONF" ]; then   # a running bed: what its config says
       ACCT=0; grep -q '^AccountingStorageType=accounting_storage/slurmdbd' "$SLURM_CONF" && ACCT=1

@@ -1,27 +1,39 @@
-"""pyslurm 25.11 ``Node``/``Job`` objects → model, duck-typed (pyslurm is optional).
+"""pyslurm 25.11 ``Node``/``Job``/``Partition``/``Statistics`` objects → model, duck-typed
+(pyslurm is optional).
 
-Attribute names follow pyslurm's ``pyslurm/core/node.pyx`` and ``job/job.pyx``: node
-``name, state ("MIXED+DRAIN"), reason, reason_user, reason_time, partitions,
-available_features/active_features, configured_gres / allocated_gres (dicts such as
-{"gpu:h100": 8} or {"gpu:h100": {"count": 2, "indexes": "0-1"}}), total_cpus, alloc_cpus,
-real_memory, alloc_memory``; job ``id, name, user_name, account, partition, qos, state,
-state_reason, nodes, num_nodes, array_id/array_job_id, array_task_id,
-array_tasks_waiting, submit_time, start_time, end_time, time_limit, exit_code,
-exit_code_signal, requeue_count, is_requeueable, is_batch_job, priority, gres_per_node``.
+Attribute names follow pyslurm 25.11.2's ``pyslurm/core/node.pyx``, ``job/job.pyx``,
+``partition.pyx`` and ``slurmctld/stats.pyx``, checked against a real pyslurm on a real Slurm
+25.11 (tests/testbed/slurm2511): node ``name, state ("MIXED+DRAIN"), reason, reason_user,
+reason_time, partitions, available_features/active_features, configured_gres
+({"gpu:h100": 8}), allocated_gres (from the node's TRES: {"gpu": 2, "gpu:h100": 2}, empty
+unless AccountingStorageTRES has gres/gpu), total_cpus, allocated_cpus, real_memory,
+allocated_memory``; job ``id, name, user_name, account, partition, qos, state, state_reason,
+allocated_nodes, num_nodes, array_id, array_task_id, array_tasks_waiting (without squeue's
+``%N`` limit: that is ``array_tasks_parallel``), heterogeneous_id,
+submit_time, start_time, end_time, time_limit, exit_code, exit_code_signal, requeue_count,
+is_requeueable, is_batch_job, priority``; its GPUs from ``gpus`` (TRES: {"gpu": GPU(count=4),
+"gpu:h100": GPU(count=4)}), else ``gres_per_node`` ({"gres/gpu:h100": 4}: Slurm's
+``gres/`` prefix kept), and per node from ``get_resource_layout_per_node()`` ({node: {"gres":
+{"gpu:h100": {"count": 2, "indexes": "0-1"}}}}). A GRES dict lists a typed entry and, from
+the TRES, the untyped total of the same GPUs: the total is taken, never the sum of both.
 Older pyslurm spelled some as ``*_raw`` ints next to formatted strings, and memory as
 humanized strings; only ints are trusted, anything else is None.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.model.partition import SlurmPartition
+from hpctui.model.snapshot import ControllerHealth
+from hpctui.sources.slurm.parse.diag import _health
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.jobs import job_display_state
+from hpctui.sources.slurm.parse.partitions import _hostlist_ok
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import split_list, text
 
@@ -59,37 +71,101 @@ def _str(obj: object, *names: str) -> str | None:
     return text(v) if isinstance(v, str) else None
 
 
+_BAD = -1
+
+
+def _count(val: object) -> int:
+    """A GRES dict value → its count: an int (or digits), {"count": n, ...} or an object with
+    ``.count`` (pyslurm's ``GPU``); a missing count is 0, an unreadable one ``_BAD``."""
+    if isinstance(val, Mapping):
+        val = val.get("count")
+    elif val is not None and not isinstance(val, (int, str)):
+        val = getattr(val, "count", _BAD)
+    if val is None:
+        return 0
+    if isinstance(val, str) and val.isascii() and val.isdigit():
+        val = int(val)
+    if isinstance(val, int) and not isinstance(val, bool) and 0 <= val < 0xFFFFFFFE:
+        return val
+    return _BAD
+
+
+def has_gpu_gres(gres: object) -> bool:
+    """Whether a pyslurm GRES dict has any GPU entry at all."""
+    return isinstance(gres, Mapping) and any(
+        str(k).removeprefix("gres:").removeprefix("gres/").partition(":")[0] == "gpu" for k in gres)
+
+
 def _gpu_gres(gres: object) -> tuple[str | None, int | None, dict[str, str]]:
-    """pyslurm GRES dict → (type, count, {type: indexes})."""
-    if gres is None:
-        return None, None, {}
+    """pyslurm GRES dict → (type, count, {type: indexes}); a dict without GPUs counts 0 (as
+    the CLI's empty GRES does), anything but a dict is unknown: (None, None, {}).
+
+    Keys come as ``gpu``, ``gpu:h100``, ``gres:gpu:h100`` or ``gres/gpu:h100``. Where the
+    untyped ``gpu`` total is there (TRES-based dicts list it beside the typed entries of the
+    same GPUs) it is the count; else the typed entries are summed. An unreadable count makes
+    the whole answer unknown rather than too small.
+    """
     if not isinstance(gres, Mapping):
         return None, None, {}
-    total = 0
+    untyped: int | None = None
+    typed = 0
     types: list[str] = []
     idx: dict[str, str] = {}
     for key, val in gres.items():
-        name, _, gtype = str(key).removeprefix("gres:").partition(":")
+        name, _, gtype = str(key).removeprefix("gres:").removeprefix("gres/").partition(":")
         if name != "gpu":
             continue
+        count = _count(val)
+        if count == _BAD:
+            return None, None, {}
         if isinstance(val, Mapping):
-            count = val.get("count")
             ind = val.get("indexes")
             if ind not in (None, "", "N/A"):
                 idx[gtype or "gpu"] = str(ind)
-        else:
-            count = val
-        try:
-            total += int(count) if count is not None else 0
-        except (TypeError, ValueError):
-            return None, None, {}
-        if gtype and gtype not in types:
+        if not gtype:
+            untyped = count
+            continue
+        typed += count
+        if gtype not in types:
             types.append(gtype)
+    total = untyped if untyped is not None else typed
     return (clean_text(",".join(types)) or None), total, {k: clean_text(v) for k, v in idx.items()}
 
 
-def node_from_pyslurm(obj: object) -> SlurmNodeInfo:
-    """A ``pyslurm.Node`` → SlurmNodeInfo (raises SlurmParseError on a bad name/state)."""
+def _call(obj: object, name: str) -> object:
+    """``obj.name()``, or None when there is no such method or it fails (one job's layout)."""
+    fn = _get(obj, name)
+    if not callable(fn):
+        return None
+    try:
+        out: object = fn()
+    except Exception:
+        return None
+    return out
+
+
+def job_gpu_layout(obj: object) -> dict[str, tuple[int, str | None]]:
+    """A running job's GPUs per node: {node: (count, indexes or None)} from pyslurm's
+    ``get_resource_layout_per_node()`` (Slurm's per-node gres_detail); {} when it has none."""
+    layout = _call(obj, "get_resource_layout_per_node")
+    if not isinstance(layout, Mapping):
+        return {}
+    out: dict[str, tuple[int, str | None]] = {}
+    for node, res in layout.items():
+        if not isinstance(node, str) or not is_valid_hostname(node) or not isinstance(res, Mapping):
+            continue
+        _, count, idx = _gpu_gres(res.get("gres"))
+        if count:
+            out[node] = (count, ",".join(idx.values()) or None)
+    return out
+
+
+def node_from_pyslurm(obj: object, gpus_in_use: Callable[[str], int] | None = None) -> SlurmNodeInfo:
+    """A ``pyslurm.Node`` → SlurmNodeInfo (raises SlurmParseError on a bad name/state).
+
+    The GPUs in use come from the node's TRES (``allocated_gres``); a Slurm whose
+    AccountingStorageTRES lacks gres/gpu leaves that empty, and then ``gpus_in_use(name)``
+    (the sum over the jobs' per-node layouts) is the count, for a node that has GPUs."""
     name = _str(obj, "name")
     if name is None or not is_valid_hostname(name):
         raise SlurmParseError(f"pyslurm node: invalid node name {name!r}")
@@ -97,8 +173,11 @@ def node_from_pyslurm(obj: object) -> SlurmNodeInfo:
     if not isinstance(state, (str, list)):
         raise SlurmParseError(f"pyslurm node {name}: no state")
     base, flags = normalize_node_state(state)
-    gpu_type, gpus_total, _ = _gpu_gres(_get(obj, "configured_gres"))
+    configured = _get(obj, "configured_gres")
+    gpu_type, gpus_total, _ = _gpu_gres(configured)
     _, gpus_alloc, _ = _gpu_gres(_get(obj, "allocated_gres", "alloc_gres"))
+    if gpus_total and gpus_in_use is not None and not has_gpu_gres(_get(obj, "allocated_gres", "alloc_gres")):
+        gpus_alloc = gpus_in_use(name)
     parts = _get(obj, "partitions")
     feats = _get(obj, "active_features", "available_features")
     return SlurmNodeInfo(
@@ -119,15 +198,37 @@ def node_from_pyslurm(obj: object) -> SlurmNodeInfo:
     )
 
 
-def job_from_pyslurm(obj: object) -> SlurmJob:
-    """A ``pyslurm.Job`` → SlurmJob (raises SlurmParseError without an id or state)."""
+def job_gpus_requested(obj: object, num_nodes: int | None) -> int | None:
+    """Total GPUs a job asked for, as the CLI counts them: the TRES (``gpus``: allocated while
+    running, else requested) first, then ``gres_per_node`` × nodes; None without GPUs."""
+    _, total, _ = _gpu_gres(_get(obj, "gpus"))
+    if total:
+        return total
+    _, per_node, _ = _gpu_gres(_get(obj, "gres_per_node"))
+    return per_node * (num_nodes or 1) if per_node else None
+
+
+def _array_task_id(obj: object, waiting: str | None) -> int | None:
+    """An array task's index; pyslurm reads task 0 as None (its u32 parser takes 0 for "not
+    set"), so a task record (no pending remainder) without one is task 0."""
+    task = _int(obj, "array_task_id")
+    if task is None and not waiting:
+        return 0
+    return task
+
+
+def job_from_pyslurm(obj: object, layout: dict[str, tuple[int, str | None]] | None = None) -> SlurmJob:
+    """A ``pyslurm.Job`` → SlurmJob (raises SlurmParseError without an id or state).
+
+    ``layout`` is :func:`job_gpu_layout` of the same job (read once by the caller, which also
+    sums it per node); without it, it is read here."""
     job_id = _int(obj, "id", "job_id")
     if job_id is None:
         raise SlurmParseError("pyslurm job: no id")
     state = _get(obj, "state")
     if not isinstance(state, (str, list)):
         raise SlurmParseError(f"pyslurm job {job_id}: no state")
-    nodes = _str(obj, "nodes", "nodelist")
+    nodes = _str(obj, "allocated_nodes", "nodes", "nodelist")
     if nodes:
         try:
             expand(nodes)
@@ -135,8 +236,12 @@ def job_from_pyslurm(obj: object) -> SlurmJob:
             raise SlurmParseError(f"pyslurm job {job_id}: {exc}") from exc
     array_job = _int(obj, "array_job_id", "array_id") or None
     waiting = _str(obj, "array_tasks_waiting")
+    limit = _int(obj, "array_tasks_parallel")
+    if waiting and limit and "%" not in waiting:  # pyslurm cuts squeue's "%N" off: put it back
+        waiting = f"{waiting}%{limit}"
     num_nodes = _int(obj, "num_nodes")
-    _, per_node, _ = _gpu_gres(_get(obj, "gres_per_node"))
+    if layout is None:
+        layout = job_gpu_layout(obj) if nodes else {}
     requeue = _get(obj, "is_requeueable")
     batch = _get(obj, "is_batch_job")
     code = _int(obj, "exit_code")
@@ -144,7 +249,7 @@ def job_from_pyslurm(obj: object) -> SlurmJob:
     return SlurmJob(
         job_id=job_id,
         array_job_id=array_job,
-        array_task_id=_int(obj, "array_task_id") if array_job else None,
+        array_task_id=_array_task_id(obj, waiting) if array_job else None,
         array_task_str=waiting if array_job else None,
         name=_str(obj, "name"),
         user=_str(obj, "user_name"),
@@ -155,7 +260,8 @@ def job_from_pyslurm(obj: object) -> SlurmJob:
         reason=_str(obj, "state_reason"),
         nodes=nodes,
         num_nodes=num_nodes,
-        gpus_requested=None if not per_node else per_node * (num_nodes or 1),
+        gpus_requested=job_gpus_requested(obj, num_nodes),
+        gpus_alloc={node: idx for node, (_, idx) in layout.items() if idx},
         submit_time=_epoch(obj, "submit_time"),
         start_time=_epoch(obj, "start_time"),
         end_time=_epoch(obj, "end_time"),
@@ -166,4 +272,39 @@ def job_from_pyslurm(obj: object) -> SlurmJob:
         batch=batch if isinstance(batch, bool) else None,
         requeueable=requeue if isinstance(requeue, bool) else None,
         priority=_int(obj, "priority"),
+    )
+
+
+def _minutes(value: object) -> tuple[int | None, bool]:
+    """A pyslurm time limit (int minutes, or "UNLIMITED"/"INFINITE") → (minutes, unlimited)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, False) if 0 <= value < 0xFFFFFFFE else (None, value >= 0xFFFFFFFE)
+    if isinstance(value, str) and value.upper() in ("UNLIMITED", "INFINITE"):
+        return None, True
+    return None, False
+
+
+def partition_from_pyslurm(obj: object) -> SlurmPartition:
+    """A ``pyslurm.Partition`` → SlurmPartition (raises SlurmParseError on a bad name)."""
+    name = _str(obj, "name")
+    if not name:
+        raise SlurmParseError("pyslurm partition: no name")
+    state = _str(obj, "state")
+    default = _get(obj, "is_default")
+    max_min, unlimited = _minutes(_get(obj, "max_time"))
+    default_min, _ = _minutes(_get(obj, "default_time"))
+    return SlurmPartition(
+        name=name, state=state.upper() if state else None,
+        default=default if isinstance(default, bool) else None,
+        max_time_min=max_min, max_time_unlimited=unlimited, default_time_min=default_min,
+        nodes=_hostlist_ok(_str(obj, "nodes")), total_nodes=_int(obj, "total_nodes"), total_cpus=_int(obj, "total_cpus"),
+    )
+
+
+def health_from_pyslurm(stats: object) -> ControllerHealth:
+    """``pyslurm.slurmctld.diag()`` → ControllerHealth, as ``sdiag`` reads (backfill cycle in s)."""
+    return _health(
+        _int(stats, "server_thread_count"), _int(stats, "agent_queue_size"), _int(stats, "dbd_agent_queue_size"),
+        _int(stats, "jobs_pending"), _int(stats, "jobs_running"), _int(stats, "backfill_cycle_last"),
+        _int(stats, "schedule_cycle_mean"),
     )
