@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from hpctui.actions.audit import AuditLog, os_user, user_fields
+from hpctui.actions.audit import AuditLog, user_fields
 from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
+from hpctui.base.identity import os_user
 from hpctui.base.sanitize import clean_text, is_clean
 from hpctui.findings.correlate import workload_index
 from hpctui.model import ClusterSnapshot

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hpctui.sources.alertmanager.settings import AlertmanagerSettings, build_alertmanager_source
 from hpctui.sources.demo.settings import DemoSettings, build_demo_source
 from hpctui.sources.k8s.settings import K8sSettings, build_k8s_source
 from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
@@ -62,6 +63,8 @@ SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
     _entry("prometheus", PrometheusSettings, build_prometheus_source,
            "dcgm-exporter and node_exporter metrics from a Prometheus server"),
+    _entry("alertmanager", AlertmanagerSettings, build_alertmanager_source,
+           "the site's Alertmanager: firing alerts as findings, silences listed, set and expired as actions"),
 ])
 
 # Kinds that are known to be coming: a config naming one gets "not implemented in this
