@@ -19,6 +19,7 @@ import platformdirs
 from hpctui.actions.custom import CustomActionSettings, check_actions
 from hpctui.actions.plans import ActionSettings
 from hpctui.core.heatmap_settings import HeatmapSettings, validate_heatmap
+from hpctui.core.notify import NotifySettings
 from hpctui.core.wall_settings import ServeSettings, WallSettings
 from hpctui.findings.health import Thresholds
 from hpctui.model.mig_layouts import MigLayoutSpec, validate_config_layouts
@@ -70,6 +71,7 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # binding id -> key(s), e.g. {"node.drain" = "ctrl+d"}; ids and keys checked by hpctui.ui.keymap
     keymap: dict[str, str] = msgspec.field(default_factory=dict)
     actions: ActionSettings = msgspec.field(default_factory=ActionSettings)  # [actions] drain_in, k8s_drain
+    notify: NotifySettings = msgspec.field(default_factory=NotifySettings)  # [notify] new critical problems
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
