@@ -4,7 +4,7 @@ Run: ``python bench/bench_sim.py [--ticks N] [--root CHECKOUT] [sizes...]``. Not
 a table. ``--root`` times another checkout's simulator (before/after comparisons in one run). Each size runs in
 its own process (RSS is per process). Tick times are CPU time (``process_time``), so a busy
 machine skews them less; "gc ms" is the part of a tick spent in Python's cyclic garbage collector
-(the readings the simulator hands out are GC-tracked objects; see the README's speed notes).
+(the readings the simulator hands out are GC-tracked objects; see docs/architecture.md, "How it stays fast").
 """
 
 from __future__ import annotations

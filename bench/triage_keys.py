@@ -10,7 +10,7 @@ selected (heatmap cursor on it, node panel showing it).
   then the problem's number), driven through Pilot and checked to select the node.
 
 Run: ``python bench/triage_keys.py [--markdown]`` (from the repo root); ``--markdown`` prints the
-README's table (the numbers after ``p`` follow the problem list's order, so re-run it when that changes).
+table in docs/guide/on-call.md (the numbers after ``p`` follow the problem list's order, so re-run it when that changes).
 """
 
 from __future__ import annotations

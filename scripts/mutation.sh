@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mutation score of the data layer (README "Development"): mutmut plants small bugs in
+# Mutation score of the data layer (docs/development.md): mutmut plants small bugs in
 # hpctui/findings/health.py, hpctui/model/ and the source parsers ([tool.mutmut] in pyproject.toml)
 # and runs the unit tests against each; a surviving mutant is a bug the suite would miss.
 # Slow (minutes per module), so not part of scripts/test.sh.

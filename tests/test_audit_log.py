@@ -94,8 +94,8 @@ async def test_a_short_intent_write_on_a_full_disk_refuses_the_action_and_leaves
     assert result.refused and "unwritable" in result.refused and "No space left" in result.refused
     assert [p.kind for p in backend.executed] == [ActionKind.RESUME_NODES]  # the drain never ran
     assert (tmp_path / "audit.jsonl").read_bytes() == before  # the partial intent was cut back out
-    assert any("intent record not written" in e for e in ex.audit_errors)
-    assert any("outcome record not written" in e for e in ex.audit_errors)  # the refusal could not be kept
+    assert any("intent record not written" in e for e in result.audit_errors)
+    assert any("outcome record not written" in e for e in result.audit_errors)  # the refusal could not be kept
 
 
 async def test_a_failed_fsync_also_refuses_and_truncates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -130,8 +130,8 @@ async def test_a_lost_outcome_record_is_reported_clearly_and_nothing_is_half_wri
     result = await ex.execute(ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1")), confirmation=True)
     assert result.ok and backend.executed  # it ran: the lost record is reported, not raised
     assert [r["phase"] for r in _lines(tmp_path / "audit.jsonl")] == ["intent"]
-    assert ex.audit_errors == [f"audit log {tmp_path / 'audit.jsonl'}: outcome record not written "
-                               "(No space left on device)"]
+    assert result.audit_errors == (f"audit log {tmp_path / 'audit.jsonl'}: outcome record not written "
+                                   "(No space left on device)",)
 
 
 def test_a_torn_last_line_is_ended_before_the_next_record(tmp_path: Path) -> None:
@@ -180,10 +180,10 @@ async def test_a_looser_mode_of_our_own_file_is_tightened_with_a_warning(tmp_pat
     path.write_text("")
     path.chmod(0o666)
     ex = make(tmp_path, RecordingBackend())
-    assert (await ex.execute(ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1")),
-                             confirmation=True)).ok
+    result = await ex.execute(ex.plan(ActionKind.RESUME_NODES, ["n1"], {}, snapshot_with("n1")), confirmation=True)
+    assert result.ok
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert any("was mode 0666, tightened to 0600" in e for e in ex.audit_errors)
+    assert any("was mode 0666, tightened to 0600" in e for e in result.audit_errors)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the file to another user")

@@ -275,7 +275,7 @@ def _go(rt, name: str, targets: list[str], confirmation: str | bool = True) -> C
 
     async def main() -> CustomRun:
         await rt.collect_once()
-        run = new_run(rt, name, targets, confirmation)
+        run = new_run(rt.port, name, targets, confirmation)
         await run.start()
         await rt.stop()
         return run

@@ -167,7 +167,7 @@ async def test_unwritable_audit_log_is_reported_not_raised_and_nothing_runs(tmp_
     result = await ex.execute(plan, confirmation=True)
     # issue #6: no intent record, no command (an unaudited action must not happen)
     assert not result.ok and not backend.executed and "unwritable" in (result.refused or "")
-    assert ex.audit_errors and "audit.jsonl" in ex.audit_errors[0]
+    assert result.audit_errors and "audit.jsonl" in result.audit_errors[0]  # in the result, not a shared list
 
 
 async def test_intent_is_recorded_before_the_command_runs(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from hpctui.model.action import ActionKind
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.sources.registry import SOURCE_KINDS
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "k8s"
 
@@ -89,7 +89,7 @@ def test_event_targets_map_node_names() -> None:
 
 
 def test_settings_registry_and_config() -> None:
-    assert "k8s" in SOURCE_KINDS and "k8s" not in PLANNED_SOURCE_KINDS
+    assert "k8s" in SOURCE_KINDS
     cfg = parse_config({"clusters": {"c": {"sources": [{"kind": "k8s", "context": "prod", "namespaces": ["a"]}]}}})
     assert cfg.clusters["c"].sources[0]["context"] == "prod"
     with pytest.raises(ConfigError, match="unknown key"):

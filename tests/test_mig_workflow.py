@@ -53,7 +53,7 @@ def test_demo_end_to_end_changes_the_gpus_and_audits_every_step(tmp_path: Path) 
 
     async def go() -> MigWorkflow:
         await rt.collect_once()
-        wf = MigWorkflow(rt, [node], "all-1g", "0,1", poll_s=0.0,
+        wf = MigWorkflow(rt.port, [node], "all-1g", "0,1", poll_s=0.0,
                          on_change=lambda s, line: lines.append(f"{s.key}:{s.status}:{line}"))
         assert wf.prepare()
         assert await wf.run(wf.confirm_word)
@@ -97,7 +97,7 @@ def test_failed_apply_leaves_node_drained_with_the_step_in_the_reason(tmp_path: 
 
     async def go() -> MigWorkflow:
         await rt.collect_once()
-        wf = MigWorkflow(rt, [node], "all-7g", poll_s=0.0)
+        wf = MigWorkflow(rt.port, [node], "all-7g", poll_s=0.0)
         assert wf.prepare()
         assert not await wf.run(wf.confirm_word)
         await rt.collect_once()
@@ -126,7 +126,7 @@ def test_read_only_refuses_and_audits(tmp_path: Path) -> None:
 
     async def go() -> MigWorkflow:
         await rt.collect_once()
-        wf = MigWorkflow(rt, [node], "all-1g", poll_s=0.0)
+        wf = MigWorkflow(rt.port, [node], "all-1g", poll_s=0.0)
         assert not wf.prepare()
         assert not await wf.run(wf.confirm_word)
         return wf
@@ -145,13 +145,13 @@ def test_wrong_confirmation_and_bad_layout_run_nothing(tmp_path: Path) -> None:
 
     async def go() -> None:
         await rt.collect_once()
-        wf = MigWorkflow(rt, [node], "all-1g", poll_s=0.0)
+        wf = MigWorkflow(rt.port, [node], "all-1g", poll_s=0.0)
         assert wf.prepare()
         assert not await wf.run("yes")
-        bad = MigWorkflow(rt, [node], "three-3g", poll_s=0.0)
+        bad = MigWorkflow(rt.port, [node], "three-3g", poll_s=0.0)
         assert not bad.prepare()
         assert "unknown layout 'three-3g'" in bad.errors[0]
-        gpus = MigWorkflow(rt, [node], "all-1g", "9", poll_s=0.0)
+        gpus = MigWorkflow(rt.port, [node], "all-1g", "9", poll_s=0.0)
         assert not gpus.prepare() and "no GPU 9" in gpus.errors[0]
 
     run(go())
@@ -173,7 +173,7 @@ def test_cancel_before_apply_puts_drained_nodes_back(tmp_path: Path) -> None:
             if step.key == "wait" and step.status is Status.RUNNING:
                 waiting.set()
 
-        wf = MigWorkflow(rt, [busy], "all-1g", poll_s=0.01, on_change=changed)
+        wf = MigWorkflow(rt.port, [busy], "all-1g", poll_s=0.01, on_change=changed)
         assert wf.prepare()
         assert wf.step("idle").status is Status.WARN  # a job runs there: the drain will wait
         task = asyncio.create_task(wf.run(wf.confirm_word))
@@ -248,7 +248,7 @@ def test_verify_keeps_trying_a_node_that_cannot_be_read_yet(tmp_path: Path, monk
         return wf.observed(rt.store.snapshot(), name)
 
     monkeypatch.setattr(src, "read_mig", flaky, raising=False)  # what the SSH route's backend has
-    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0)
+    wf = MigWorkflow(rt.port, [node], "all-1g", "0", poll_s=0.0)
 
     async def go() -> bool:
         await rt.collect_once()
@@ -272,7 +272,7 @@ def test_verify_of_an_unreachable_node_fails_the_step_and_leaves_it_drained(
         raise TimeoutError
 
     monkeypatch.setattr(src, "read_mig", down, raising=False)
-    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0, verify_timeout_s=0.0)
+    wf = MigWorkflow(rt.port, [node], "all-1g", "0", poll_s=0.0, verify_timeout_s=0.0)
 
     async def go() -> bool:
         await rt.collect_once()
@@ -298,7 +298,7 @@ def test_an_unexpected_error_in_a_step_stops_there_audited_and_drained(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rt, src = runtime(tmp_path)
     node = mig_node(src)
-    wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.0)
+    wf = MigWorkflow(rt.port, [node], "all-1g", "0", poll_s=0.0)
 
     def broken(key: str) -> None:
         raise RuntimeError("bug in the gres step")
@@ -351,7 +351,7 @@ def test_with_the_poller_running_the_wizard_collects_nothing_itself(
         await rt.poller.poll_once(src)
         rt.start()
         try:
-            wf = MigWorkflow(rt, [node], "all-1g", "0", poll_s=0.01)
+            wf = MigWorkflow(rt.port, [node], "all-1g", "0", poll_s=0.01)
             assert wf.prepare()
             ok = await wf.run(wf.confirm_word)
             assert ok, [(s.key, s.status, s.detail) for s in wf.steps]
@@ -382,7 +382,7 @@ def test_without_a_poller_each_source_is_collected_at_most_once_per_interval(
     async def go() -> MigWorkflow:
         await rt.collect_once()
         monkeypatch.setattr(rt.poller, "poll_once", counted)
-        wf = MigWorkflow(rt, [busy], "all-1g", poll_s=0.001, wait_timeout_s=0.2)
+        wf = MigWorkflow(rt.port, [busy], "all-1g", poll_s=0.001, wait_timeout_s=0.2)
         assert wf.prepare()
         assert not await wf.run(wf.confirm_word)  # the job never ends on a frozen clock
         return wf
@@ -403,7 +403,7 @@ def test_a_gh200_node_is_refused_not_given_the_h200_table(tmp_path: Path) -> Non
         snap = rt.store.snapshot()
         gh200 = tuple(msgspec.structs.replace(g, model="NVIDIA GH200 480GB") for g in snap.gpus[node])
         snap = msgspec.structs.replace(snap, gpus={**snap.gpus, node: gh200})
-        wf = MigWorkflow(rt, [node], "all-1g", poll_s=0.0)
+        wf = MigWorkflow(rt.port, [node], "all-1g", poll_s=0.0)
         assert not wf.prepare(snap)
         assert not await wf.run(wf.confirm_word)
         return wf

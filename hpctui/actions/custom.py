@@ -18,9 +18,12 @@ placeholder); ``run = "ssh"`` runs on each selected node over SSH with the conne
 of the cluster's ``ssh`` source (ssh_config, keys, known_hosts, jump host). Output is gathered
 per node and folded like ``clush -b`` (:mod:`hpctui.actions.fold`).
 
-Safety: read-only mode refuses unless ``read_only_ok = true`` and not ``dangerous``;
-``dangerous`` needs the typed word (``NAME-N``), ``confirm`` a y/n; every run is audited
-(intent before, outcome after, with the folded output truncated to 4 KB a fold and 64 KB in all).
+Safety: a custom action is an :class:`ActionPlan` (kind ``custom``, the argv of every run in
+``plan.command``) run by the one executor through :class:`CustomBackend`, so the executor's rules
+apply: read-only mode refuses unless ``read_only_ok = true`` and not ``dangerous`` (the plan's
+``read_only_refusal``); ``dangerous`` needs the typed word (``NAME-N``, the plan's ``word``),
+``confirm`` a y/n; every run is audited by the executor (intent before, outcome after, with the
+folded output truncated to 4 KB a fold and 64 KB in all: :func:`audit_fields`).
 """
 
 from __future__ import annotations
@@ -30,23 +33,31 @@ import re
 import shlex
 import string
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from hpctui.actions.fold import NodeOutput, clean_output, exit_codes, failures, fold, label_set, natural_key
+from hpctui.actions.fold import exit_codes, failures, fold, label_set, natural_key
 from hpctui.base.sanitize import clean_text
-from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
+from hpctui.model.action import (
+    ActionKind,
+    ActionPlan,
+    ActionResult,
+    CommandRun,
+    CommandSpec,
+    Progress,
+    ProgressItem,
+    TargetResult,
+)
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import jobs_by_id
+from hpctui.model.output import MAX_OUTPUT_BYTES, NodeOutput, clean_output, read_capped
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.actions.ports import WorkflowPort
     from hpctui.model import ClusterSnapshot, Pod, SlurmJob
-    from hpctui.sources.ssh.settings import SshSettings
-    from hpctui.sources.ssh.targets import Target
+    from hpctui.sources.capabilities import CommandRunner
 
 Scope = Literal["nodes", "jobs", "pods"]
 RunMode = Literal["local", "ssh"]
@@ -68,18 +79,32 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 class CustomActionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
-    command: list[str] | str  # argv template, or one string split with shlex
+    """Letters, digits, ``.``, ``_`` and ``-``; names the palette entry, ``:custom NAME`` and the key id
+    ``custom.NAME``."""
+    command: list[str] | str
+    """Argv template with placeholders, or one string split like a shell would (``shlex``); no shell runs it."""
     scope: Scope = "nodes"
-    key: str | None = None  # Textual key name on the scope's pane ("ctrl+g", "G"); must be free
+    """What it acts on: "nodes" (heatmap), "jobs" (queue) or "pods" (pods table)."""
+    key: str | None = None
+    """Textual key name on the scope's pane ("ctrl+g", "G"); it must be free there."""
     run: RunMode = "local"
+    """"local" (here, once or once per target) or "ssh" (on each node, with the ssh source's settings)."""
     description: str = ""
-    dangerous: bool = False  # typed confirmation word; never allowed in read-only mode
-    confirm: bool = False  # a y/n before it runs (the TUI: enter alone does not run it)
-    read_only_ok: bool = False  # may run in read-only mode (a harmless diagnostic)
-    timeout_s: float = 60.0  # per run (per node over SSH), after the connection is up
-    max_parallel: int = 32  # runs in flight at once
-    max_targets: int | None = None  # refuse bigger selections (1: "on one node", e.g. ibdiagnet)
-    ssh_source: str | None = None  # which ssh source's connection settings (default: the first)
+    """Shown in the palette, the footer and the preview; default: the name."""
+    dangerous: bool = False
+    """Needs the typed confirmation word ``NAME-N``; never allowed in read-only mode."""
+    confirm: bool = False
+    """A y/n before it runs (the TUI: enter alone does not run it)."""
+    read_only_ok: bool = False
+    """May run in read-only mode (a harmless diagnostic; never with ``dangerous``)."""
+    timeout_s: float = 60.0
+    """Per run (per node over SSH), after the connection is up."""
+    max_parallel: int = 32
+    """Runs in flight at once."""
+    max_targets: int | None = None
+    """Refuse bigger selections (1: "on one node", e.g. ibdiagnet)."""
+    ssh_source: str | None = None
+    """Which ssh source's connection settings ``run = "ssh"`` uses (default: the first)."""
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -169,11 +194,6 @@ def find_action(actions: Sequence[CustomActionSettings], name: str) -> CustomAct
     return next((a for a in actions if a.name == name), None)
 
 
-def load_custom_actions(runtime: Runtime) -> tuple[CustomActionSettings, ...]:
-    """The custom actions configured for ``runtime`` (none for the built-in demo)."""
-    return tuple(getattr(runtime, "custom_actions", ()))
-
-
 # -- planning ---------------------------------------------------------------------------------------
 
 
@@ -249,12 +269,18 @@ class CustomPlan(msgspec.Struct, frozen=True, kw_only=True):
                 out.append(f"{where}{label_set(labels)} ({len(labels)}): {display}")
         return out
 
-    def action_plan(self) -> ActionPlan:
-        """The same plan in the form the audit log and the Events view know."""
+    def action_plan(self, *, limit: int = MAX_OUTPUT_BYTES) -> ActionPlan:
+        """The same plan as the executor runs it (and the audit log and the Events view know it):
+        every run's argv in ``command``, the read-only and confirmation rules as the plan's own.
+        ``limit``: bytes of output kept per run."""
         a = self.action
+        spec = CommandSpec(runs=tuple(CommandRun(label=i.label, argv=i.argv, host=i.host) for i in self.invocations),
+                           remote=a.run == "ssh", timeout_s=a.timeout_s, max_parallel=a.max_parallel,
+                           ssh_source=a.ssh_source, output_limit=limit)
         return ActionPlan(kind=ActionKind.CUSTOM, source=f"custom:{a.run}", targets=self.targets,
                           params={"name": a.name, "scope": a.scope, "run": a.run}, commands=tuple(self.commands()),
-                          warnings=self.warnings, errors=self.errors, notes=self.notes)
+                          warnings=self.warnings, errors=self.errors, notes=self.notes, word=self.confirm_word,
+                          read_only_refusal=read_only_refusal(a), command=spec)
 
 
 def read_only_refusal(action: CustomActionSettings) -> str | None:
@@ -386,36 +412,7 @@ class CustomResult(msgspec.Struct, frozen=True, kw_only=True):
         return self.result.ok
 
 
-def refusal(plan: CustomPlan, confirmation: str | bool, *, read_only: bool) -> str | None:
-    """Why ``plan`` must not run (the executor's rules, for custom actions)."""
-    if read_only:
-        why = read_only_refusal(plan.action)
-        if why:
-            return why
-    if not plan.runnable:
-        return "; ".join(plan.errors) or "nothing to do"
-    word = plan.confirm_word
-    if word is not None:
-        return None if confirmation == word else f"not confirmed (type {word!r})"
-    return None if confirmation is True or confirmation == "y" else "not confirmed"
-
-
-async def _read_capped(stream: Any, limit: int) -> bytes:
-    """Everything up to ``limit`` bytes; the rest is read and dropped (the writer never blocks)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            break
-        if size <= limit:
-            chunks.append(chunk)
-        size += len(chunk)
-    data = b"".join(chunks)
-    return data[:limit + 1]  # one byte over the limit: clean_output notes the cut
-
-
-async def run_local(inv: Invocation, timeout_s: float, limit: int) -> NodeOutput:
+async def run_local(inv: CommandRun, timeout_s: float, limit: int) -> NodeOutput:
     """One argv here: no shell, its own session (killed as a group), on every exit path."""
     from hpctui.sources.slurm import runner as children
 
@@ -432,7 +429,7 @@ async def run_local(inv: Invocation, timeout_s: float, limit: int) -> NodeOutput
     try:
         try:
             assert proc.stdout is not None
-            out = await asyncio.wait_for(_read_capped(proc.stdout, limit), timeout=timeout_s)
+            out = await asyncio.wait_for(read_capped(proc.stdout, limit), timeout=timeout_s)
             rc = await asyncio.wait_for(proc.wait(), timeout=max(0.1, timeout_s - (time.monotonic() - started)))
         except TimeoutError:
             children._kill_group(proc)
@@ -447,98 +444,94 @@ async def run_local(inv: Invocation, timeout_s: float, limit: int) -> NodeOutput
         children._LIVE.discard(proc.pid)
 
 
-class SshRunner:
-    """Runs one remote command per node over a fresh pool (the ssh source's settings)."""
+def _ignore(_item: ProgressItem) -> None:
+    """No one listens."""
 
-    def __init__(self, settings: SshSettings) -> None:
-        from hpctui.sources.ssh.pool import SshPool
-        from hpctui.sources.ssh.targets import Resolver
 
-        self.settings = settings
-        self.resolver = Resolver(settings)
-        self.pool = SshPool(settings, self.resolver)
-        self.targets: dict[str, Target] = {}
+def target_result(out: NodeOutput) -> TargetResult:
+    """One run's outcome as the executor and the audit log keep it."""
+    return TargetResult(target=out.label, ok=out.ok, message=out.error or (f"exit {out.rc}" if out.rc else "ok"))
 
-    async def resolve(self, hosts: Sequence[str]) -> None:
-        """Every node's endpoint through ssh_config, in one thread, one after another (the resolver
-        writes one scratch file per config: parallel calls would read each other's)."""
-        self.targets = await asyncio.to_thread(lambda: {h: self.resolver.resolve(h) for h in hosts})
 
-    async def run(self, inv: Invocation, timeout_s: float, limit: int) -> NodeOutput:
-        import asyncssh
+class CustomBackend:
+    """The action backend of ``[[custom_actions]]``: runs a plan's ``command`` — here (``remote=False``,
+    no shell) or on each node over SSH (``remote=True``, through a :class:`CommandRunner` source:
+    ``ssh_source`` names one, else the first). At most ``max_parallel`` runs at once; each run's
+    output goes to ``progress`` as it ends; one result per run, in the order of the runs.
 
-        from hpctui.sources.ssh.pool import describe_error
+    It declares no action kind to the planner (custom plans are made by :func:`plan_custom`); the
+    executor finds it by the plan's source, ``custom:local`` or ``custom:ssh``."""
 
-        assert inv.host is not None
-        started = time.monotonic()
-        target = self.targets.get(inv.host)
-        if target is None:  # not resolved up front (resolve() shares scratch files: one thread at a time)
-            target = await asyncio.to_thread(self.resolver.resolve, inv.host)
-        if target.error:
-            return NodeOutput(label=inv.label, error=clean_text(target.error))
+    def __init__(self, actions: Callable[[], Sequence[CustomActionSettings]], *, remote: bool,
+                 runners: Sequence[CommandRunner] = ()) -> None:
+        self.actions = actions
+        self.remote = remote
+        self.runners = tuple(runners)
+        self.name = "custom:ssh" if remote else "custom:local"
+
+    @property
+    def action_kinds(self) -> frozenset[ActionKind]:
+        return frozenset()
+
+    def runner_for(self, ssh_source: str | None) -> CommandRunner | None:
+        """The source whose connections run the commands (``ssh_source``: by name; None: the first)."""
+        return next((r for r in self.runners if ssh_source is None or r.name == ssh_source), None)
+
+    def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
+             snapshot: ClusterSnapshot) -> ActionPlan:
+        """``params["name"]`` names the configured action; its plan as :func:`plan_custom` makes it."""
+        action = find_action(self.actions(), params.get("name", ""))
+        if action is None:
+            return ActionPlan(kind=kind, source=self.name, targets=targets, params=params,
+                              errors=(f"unknown custom action {clean_text(params.get('name', ''))!r}",))
+        ready = action.run != "ssh" or self.runner_for(action.ssh_source) is not None
+        return plan_custom(action, targets, snapshot, ssh_ready=ready).action_plan()
+
+    async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        return await self.execute_reporting(plan, _ignore)
+
+    async def execute_reporting(self, plan: ActionPlan, progress: Progress) -> tuple[TargetResult, ...]:
+        spec = plan.command
+        if spec is None or not spec.runs:
+            return tuple(TargetResult(target=t, ok=False, message="no command to run") for t in plan.targets)
+        source = self.runner_for(spec.ssh_source) if spec.remote else None
+        if spec.remote and source is None:
+            return tuple(TargetResult(target=r.label, ok=False, message="run = \"ssh\" needs an ssh source in "
+                                      "this cluster") for r in spec.runs)
+        remote = source.command_runner() if source is not None else None
+        gate = asyncio.Semaphore(spec.max_parallel)
+        outputs: dict[str, NodeOutput] = {}
+
+        async def one(run: CommandRun) -> None:
+            async with gate:
+                if remote is not None:
+                    out = await remote.run(run, spec.timeout_s, spec.output_limit)
+                else:
+                    out = await run_local(run, spec.timeout_s, spec.output_limit)
+            outputs[run.label] = out
+            progress(out)
+
         try:
-            conn = await self.pool.connect(target)
-        except Exception as exc:
-            return NodeOutput(label=inv.label, error=clean_text(describe_error(exc, self.settings.connect_timeout_s)),
-                              duration_s=time.monotonic() - started)
-        proc: Any = None
-        try:
-            async def go() -> tuple[bytes, int | None, str | None]:
-                nonlocal proc
-                proc = await conn.create_process(inv.remote, encoding=None, stdin=asyncssh.DEVNULL,
-                                                 stderr=asyncssh.STDOUT)
-                out = await _read_capped(proc.stdout, limit)
-                done = await proc.wait(check=False)
-                signal = f"killed by signal {done.exit_signal[0]}" if done.exit_signal else None
-                return out, done.exit_status, signal
-
-            try:
-                out, rc, killed = await asyncio.wait_for(go(), timeout=timeout_s)
-            except TimeoutError:
-                if proc is not None:
-                    # OpenSSH kills the remote process group on this request, except for root logins
-                    # (no privilege-separated session: "session signalling requires privilege
-                    # separation"); then the command lives on until it writes to the closed channel.
-                    try:
-                        proc.send_signal("KILL")
-                    except Exception:
-                        pass
-                return NodeOutput(label=inv.label, error=f"timed out after {timeout_s:g} s",
-                                  duration_s=time.monotonic() - started)
-            except (asyncssh.Error, OSError) as exc:
-                return NodeOutput(label=inv.label, error=clean_text(describe_error(exc)),
-                                  duration_s=time.monotonic() - started)
-            if killed is not None and (rc is None or rc < 0):
-                return NodeOutput(label=inv.label, output=clean_output(out, limit), error=killed,
-                                  duration_s=time.monotonic() - started)
-            return NodeOutput(label=inv.label, output=clean_output(out, limit), rc=rc if rc is not None else -1,
-                              duration_s=time.monotonic() - started)
+            if remote is not None:
+                await remote.resolve([r.host for r in spec.runs if r.host])
+            await asyncio.gather(*(one(run) for run in spec.runs))
         finally:
-            conn.close()
-
-    async def close(self) -> None:
-        await self.pool.close()
-
-
-def ssh_settings_of(runtime: Runtime, action: CustomActionSettings) -> SshSettings | None:
-    """The connection settings of the cluster's ssh source (``ssh_source`` names one)."""
-    for source in runtime.sources:
-        if getattr(source, "kind", None) != "ssh":
-            continue
-        if action.ssh_source is None or getattr(source, "name", None) == action.ssh_source:
-            settings: SshSettings | None = getattr(source, "settings", None)
-            return settings
-    return None
+            if remote is not None:
+                await remote.close()
+        return tuple(target_result(outputs[r.label]) for r in spec.runs if r.label in outputs)
 
 
 class CustomRun:
-    """One run of a custom action: outputs arrive per node (``on_update`` after each); ``task``
-    (owned by the runtime, so closing the view never cancels it) ends with the audited result."""
+    """One run of a custom action: outputs arrive per run (``on_update`` after each); ``task``
+    (owned by the runtime, so closing the view never cancels it) ends with the audited result.
 
-    def __init__(self, runtime: Runtime, plan: CustomPlan, confirmation: str | bool, *,
-                 on_update: Callable[[CustomRun], None] | None = None, limit: int = 1 << 20,
-                 ssh: SshSettings | None = None) -> None:
-        self.runtime = runtime
+    ``ssh``: a source of the caller's own whose connections run an SSH action (else the
+    cluster's ssh sources). The executor refuses, runs and audits it; this object only listens."""
+
+    def __init__(self, port: WorkflowPort, plan: CustomPlan, confirmation: str | bool, *,
+                 on_update: Callable[[CustomRun], None] | None = None, limit: int = MAX_OUTPUT_BYTES,
+                 ssh: CommandRunner | None = None) -> None:
+        self.port = port
         self.plan = plan
         self.confirmation = confirmation
         self.on_update = on_update
@@ -547,11 +540,12 @@ class CustomRun:
         self.outputs: dict[str, NodeOutput] = {}
         self.refused: str | None = None
         self.result: CustomResult | None = None
+        self.finished = False
         self.task: asyncio.Task[ActionResult] | None = None
 
     @property
     def pending(self) -> list[str]:
-        if self.refused or self.result is not None:
+        if self.refused or self.finished:
             return []
         return [i.label for i in self.plan.invocations if i.label not in self.outputs]
 
@@ -559,8 +553,34 @@ class CustomRun:
         return [self.outputs[i.label] for i in self.plan.invocations if i.label in self.outputs]
 
     def start(self) -> asyncio.Task[ActionResult]:
-        self.task = self.runtime.track_action(self._go())
+        """Hand the plan to the executor (a task the runtime owns); ``result`` is set when it ends."""
+        via = None
+        if self.ssh is not None and self.plan.action.run == "ssh":
+            via = CustomBackend(lambda: (), remote=True, runners=(self.ssh,))
+        self.task = self.port.start(self.plan.action_plan(limit=self.limit), self.confirmation, progress=self._heard,
+                                    extra=self._audit_extra, via=via)
+        self.task.add_done_callback(self._finished)  # before any awaiter of the task resumes
         return self.task
+
+    def _heard(self, item: ProgressItem) -> None:
+        if isinstance(item, NodeOutput):
+            self.outputs[item.label] = item
+            self._notify()
+
+    def _audit_extra(self, result: ActionResult) -> dict[str, Any]:
+        """The folded output in the outcome record (the executor writes it)."""
+        return {"custom": audit_fields(self.ordered())} if result.refused is None else {}
+
+    def _finished(self, task: asyncio.Task[ActionResult]) -> None:
+        self.finished = True
+        if task.cancelled() or task.exception() is not None:
+            for inv in self.plan.invocations:
+                self.outputs.setdefault(inv.label, NodeOutput(label=inv.label, error="interrupted"))
+        else:
+            result = task.result()
+            self.refused = result.refused
+            self.result = CustomResult(plan=self.plan, outputs=tuple(self.ordered()), result=result)
+        self._notify()
 
     def _notify(self) -> None:
         if self.on_update is not None:
@@ -568,72 +588,6 @@ class CustomRun:
                 self.on_update(self)
             except Exception:  # a view that went away must not break the run
                 pass
-
-    async def _go(self) -> ActionResult:
-        runtime = self.runtime
-        executor = runtime.executor
-        audit = executor.audit
-        user = executor.user
-        extra = dict(executor.user_extra)
-        action_plan = self.plan.action_plan()
-        started = executor.clock()
-        action_id = uuid.uuid4().hex
-        self.refused = refusal(self.plan, self.confirmation, read_only=executor.read_only)
-        if self.refused is None and self.plan.action.run == "ssh":
-            self.ssh = self.ssh or ssh_settings_of(runtime, self.plan.action)
-            if self.ssh is None:
-                self.refused = "run = \"ssh\" needs an ssh source in this cluster"
-        if self.refused is None and audit is not None:
-            problem = executor.record_audit("intent", lambda: audit.intent(
-                action_plan, executor.cluster, user=user, action_id=action_id, time=started, extra=extra))
-            if problem is not None:
-                self.refused = f"audit log {audit.path} unwritable ({problem}): not run"
-        interrupted = False
-        try:
-            if self.refused is None:
-                try:
-                    await self._run_all()
-                except asyncio.CancelledError:
-                    interrupted = True
-                    raise
-        finally:
-            if interrupted:
-                for inv in self.plan.invocations:
-                    self.outputs.setdefault(inv.label, NodeOutput(label=inv.label, error="interrupted"))
-            outputs = tuple(self.ordered())
-            results = tuple(TargetResult(target=o.label, ok=o.ok,
-                                         message=o.error or (f"exit {o.rc}" if o.rc else "ok")) for o in outputs)
-            result = ActionResult(plan=action_plan, user=user, started=started, finished=executor.clock(),
-                                  results=results, refused=self.refused)
-            self.result = CustomResult(plan=self.plan, outputs=outputs, result=result)
-            if audit is not None:
-                record = {"custom": audit_fields(outputs)} if self.refused is None else {}
-                executor.record_audit("outcome", lambda: audit.append(result, executor.cluster, action_id=action_id,
-                                                                      extra={**extra, **record}))
-            self._notify()
-        return result
-
-    async def _run_all(self) -> None:
-        action = self.plan.action
-        gate = asyncio.Semaphore(action.max_parallel)
-        ssh = SshRunner(self.ssh) if action.run == "ssh" and self.ssh is not None else None
-
-        async def one(inv: Invocation) -> None:
-            async with gate:
-                if ssh is not None:
-                    out = await ssh.run(inv, action.timeout_s, self.limit)
-                else:
-                    out = await run_local(inv, action.timeout_s, self.limit)
-            self.outputs[inv.label] = out
-            self._notify()
-
-        try:
-            if ssh is not None:
-                await ssh.resolve([i.host for i in self.plan.invocations if i.host])
-            await asyncio.gather(*(one(inv) for inv in self.plan.invocations))
-        finally:
-            if ssh is not None:
-                await ssh.close()
 
 
 def _cut(text: str, limit: int) -> str:
@@ -684,119 +638,14 @@ def audit_fields(outputs: Sequence[NodeOutput], *, total_bytes: int = AUDIT_OUTP
     return doc
 
 
-def new_run(runtime: Runtime, name: str, targets: Sequence[str], confirmation: str | bool = False, *,
+def new_run(port: WorkflowPort, name: str, targets: Sequence[str], confirmation: str | bool = False, *,
             on_update: Callable[[CustomRun], None] | None = None) -> CustomRun:
-    """Plan ``name`` on ``targets`` against the runtime's latest snapshot (KeyError: no such action)."""
-    action = find_action(load_custom_actions(runtime), name)
+    """Plan ``name`` on ``targets`` against the latest snapshot (KeyError: no such action)."""
+    from hpctui.sources.capabilities import CommandRunner
+
+    action = find_action(port.custom_actions, name)
     if action is None:
         raise KeyError(name)
-    ssh = ssh_settings_of(runtime, action) if action.run == "ssh" else None
-    plan = plan_custom(action, targets, runtime.store.snapshot(), read_only=runtime.executor.read_only,
-                       ssh_ready=ssh is not None or action.run != "ssh")
-    return CustomRun(runtime, plan, confirmation, on_update=on_update, ssh=ssh)
-
-
-
-# -- ``hpctui act custom --param name=NAME --targets EXPR`` ------------------------------------------
-
-
-def known_or_hint(runtime: Runtime, params: Mapping[str, str]) -> str | None:
-    """None when ``--param name=NAME`` names a configured custom action, else the line to print."""
-    actions = load_custom_actions(runtime)
-    name = params.get("name", "").strip()
-    if find_action(actions, name) is not None:
-        return None
-    known = ", ".join(a.name for a in actions) or "none configured"
-    what = f"unknown custom action {clean_text(name)!r}" if name else "pass --param name=NAME"
-    return f"hpctui act custom: {what} (custom actions: {known})\n"
-
-
-def render_plan_text(plan: CustomPlan) -> str:
-    a = plan.action
-    c = clean_text
-    lines = [f"action:   custom {a.name} ({a.scope}, run {a.run})",
-             f"targets:  {c(label_set(plan.targets)) or '-'} ({len(plan.targets)})", "commands:"]
-    lines += [f"  {line}" for line in plan.commands()]
-    for title, items in (("warnings", plan.warnings), ("notes", plan.notes), ("errors", plan.errors)):
-        if items:
-            lines.append(f"{title}:")
-            lines.extend(f"  {c(i)}" for i in items)
-    if plan.runnable and plan.confirm_word:
-        lines.append(f"confirm:  type {plan.confirm_word!r} (dangerous action)")
-    return "\n".join(lines) + "\n"
-
-
-def result_json(plan: CustomPlan, result: CustomResult | None, dry_run: bool) -> str:
-    doc: dict[str, Any] = {"dry_run": dry_run, "action": plan.action.name, "scope": plan.action.scope,
-                           "run": plan.action.run, "targets": list(plan.targets), "commands": plan.commands(),
-                           "argv": {i.label: list(i.argv) for i in plan.invocations}, "errors": list(plan.errors),
-                           "warnings": list(plan.warnings), "runnable": plan.runnable,
-                           "confirm_word": plan.confirm_word}
-    if result is not None:
-        doc["refused"] = result.result.refused
-        doc["ok"] = result.ok
-        doc["user"] = result.result.user
-        doc["outputs"] = [msgspec.to_builtins(o) for o in result.outputs]
-        doc.update(audit_fields(result.outputs))
-    return msgspec.json.encode(doc).decode() + "\n"
-
-
-async def run_custom_act(runtime: Runtime, targets: Sequence[str], params: Mapping[str, str], *, dry_run: bool,
-                         yes: bool, as_json: bool, interactive: bool, prompt: Callable[[str], str] = input,
-                         out: Callable[[str], Any] | None = None, err: Callable[[str], Any] | None = None) -> int:
-    """Plan, show, confirm, run, print the folded output. 0 all ok, 1 some failed, 2 usage/refused."""
-    import sys
-
-    from hpctui.actions.fold import render, summary
-
-    write = out or sys.stdout.write
-    warn = err or sys.stderr.write
-    hint = known_or_hint(runtime, params)
-    action = find_action(load_custom_actions(runtime), params.get("name", "").strip())
-    if hint is not None or action is None:
-        warn(hint or "hpctui act custom: no such action\n")
-        return 2
-    if action.scope != "nodes":  # jobs and pods are looked up; nodes are named (no SSH probe round first)
-        await runtime.collect_once()
-    expr = " ".join(targets)
-    run = new_run(runtime, action.name, split_targets(action.scope, expr))
-    plan = run.plan
-    if dry_run:
-        write(result_json(plan, None, True) if as_json else render_plan_text(plan))
-        return 0 if plan.runnable else 2
-    if not as_json:
-        write(render_plan_text(plan))
-    confirmation: str | bool = False
-    asked = False
-    if plan.runnable:
-        if yes:
-            confirmation = plan.confirm_word or True
-        elif interactive:
-            asked = True
-            try:
-                if plan.confirm_word:
-                    confirmation = prompt(f"Type {plan.confirm_word} to run {action.name} on "
-                                          f"{len(plan.targets)} target(s): ").strip()
-                else:
-                    answer = prompt(f"Run {action.name} on {len(plan.targets)} target(s)? [y/N] ").strip().lower()
-                    confirmation = answer in ("y", "yes")
-            except EOFError:
-                confirmation = False
-    run.confirmation = confirmation
-    await run.start()
-    result = run.result
-    assert result is not None
-    if as_json:
-        write(result_json(plan, result, False))
-    elif result.result.refused is None:
-        write(render(result.outputs))
-        write(summary(result.outputs) + "\n")
-    else:
-        write(f"refused: {clean_text(result.result.refused)}\n")
-    if plan.runnable and not yes and not interactive and not asked:
-        warn("hpctui act: not confirmed: stdin is not a terminal, pass --yes to run without asking\n")
-    for problem in runtime.executor.audit_errors:
-        warn(f"hpctui act: warning: {problem}\n")
-    if result.result.refused is not None:
-        return 2
-    return 0 if result.ok else 1
+    ready = action.run != "ssh" or any(action.ssh_source in (None, s.name) for s in port.capability(CommandRunner))  # type: ignore[type-abstract]
+    plan = plan_custom(action, targets, port.snapshot(), read_only=port.read_only, ssh_ready=ready)
+    return CustomRun(port, plan, confirmation, on_update=on_update)

@@ -1,7 +1,8 @@
 """The one place actions run: plan → (preview, confirm in the UI) → execute → audit.
 
-Read-only mode is enforced here, not only by hiding keys, so every entry point
-(key binding, command palette, CLI) is covered.
+Read-only mode, the confirmation rule and the audit trail exist here only: every entry point
+(key binding, command palette, CLI, a custom action, each step of the MIG wizard) goes through
+:class:`ActionExecutor`, and it is the only writer of audit records.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,19 +27,33 @@ from hpctui.model.action import (
     ActionKind,
     ActionPlan,
     ActionResult,
+    Progress,
     StepResult,
     TargetResult,
     reason_problem,
     stored_reason,
 )
 from hpctui.model.hostlist import HostlistError, expand
-from hpctui.sources.base import ActionBackend
+from hpctui.sources.base import ActionBackend, ReportingBackend
 
 if TYPE_CHECKING:
     from hpctui.findings.index import FindingsIndex
 
 
+# Extra fields for an action's outcome record: fixed, or computed from the result (a custom action's folds).
+AuditExtra = Mapping[str, Any] | Callable[[ActionResult], Mapping[str, Any]]
+
+
 class ActionExecutor:
+    """Plans actions against a snapshot and runs confirmed plans on their backends.
+
+    Promises: a plan runs only when :meth:`refusal` finds nothing (read-only mode, plan errors,
+    the confirmation); an intent record is fsynced before anything runs (no record, no run); every
+    attempt — refused, failed, interrupted — leaves an outcome record; a step of a multi-backend plan
+    leaves a step record. It is the only writer of the audit log; what could not be written comes
+    back in :attr:`ActionResult.audit_errors`, never as an exception.
+    """
+
     def __init__(
         self,
         backends: Sequence[ActionBackend],
@@ -60,7 +75,6 @@ class ActionExecutor:
         self.user = user or os_user()
         self.user_extra = user_fields()
         self.clock = clock
-        self.audit_errors: list[str] = []
 
     def backend_for(self, kind: ActionKind) -> ActionBackend | None:
         for backend in self.backends:
@@ -82,7 +96,13 @@ class ActionExecutor:
         targets: Sequence[str],
         params: dict[str, str] | None,
         snapshot: ClusterSnapshot,
+        *,
+        via: ActionBackend | None = None,
     ) -> ActionPlan:
+        """The plan of ``kind`` on ``targets``: validated, with the exact commands, what it hits, what
+        is already true, and every reason it must not run in ``errors``; no side effects. ``via``: a
+        backend of the caller's own plans it (and runs it: :meth:`execute`)."""
+        backend_for = self.backend_for if via is None else (lambda k: via if k in via.action_kinds else None)
         params = dict(params or {})
         clean = tuple(dict.fromkeys(t.strip() for t in targets if t.strip()))
         errors: list[str] = []
@@ -111,9 +131,9 @@ class ActionExecutor:
                 errors.append(f"{kind.value} needs a {required}")
         if not clean:
             errors.append("no targets selected")
-        plan = hybrid_plan(kind, clean, params, snapshot, self.settings, self.backend_for, errors, notes, existing)
+        plan = hybrid_plan(kind, clean, params, snapshot, self.settings, backend_for, errors, notes, existing)
         if plan is None:
-            backend = self.backend_for(kind)
+            backend = backend_for(kind)
             if backend is None:
                 errors.append(f"no configured source can {kind.value}")
                 return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors),
@@ -151,22 +171,32 @@ class ActionExecutor:
 
         return findings_for(snapshot, Thresholds())
 
-    async def execute(self, plan: ActionPlan, *, confirmation: str | bool) -> ActionResult:
-        """Run ``plan`` if confirmed; always leaves an audit record, even when interrupted."""
+    async def execute(self, plan: ActionPlan, *, confirmation: str | bool, progress: Progress | None = None,
+                      extra: AuditExtra | None = None, via: ActionBackend | None = None) -> ActionResult:
+        """Run ``plan`` if confirmed; always leaves an audit record, even when interrupted.
+
+        ``progress`` hears what a reporting backend does while it runs (a K8s drain per pod, a
+        custom action's output per node, an SSH MIG apply per command). ``extra`` adds fields to
+        the records (a wizard run's id; a callable gets the result and adds to the outcome record
+        only). ``via``: a backend of the caller's own that runs the plan (and its steps) instead of
+        the configured ones (a MIG route's SSH applier)."""
         started = self.clock()
-        refused = self._refusal(plan, confirmation)
+        refused = self.refusal(plan, confirmation)
         results: tuple[TargetResult, ...] = ()
         steps: list[StepResult] = []
+        errors: list[str] = []
+        fixed = dict(extra) if isinstance(extra, Mapping) else {}
         interrupted = False
         action_id = uuid.uuid4().hex
         try:
             if refused is None:
-                gone = [s for s in (plan.steps or (plan,)) if self._backend(s.source) is None]
-                refused = f"source {gone[0].source!r} is gone" if gone else self._intent(plan, action_id, started)
+                gone = [s for s in (plan.steps or (plan,)) if self._backend(s.source, via) is None]
+                refused = (f"source {gone[0].source!r} is gone" if gone
+                           else self._intent(plan, action_id, started, fixed, errors))
                 if refused is None:
                     try:
-                        results = await (self._run_steps(plan, action_id, steps) if plan.steps
-                                         else self._run_one(plan))
+                        results = await (self._run_steps(plan, action_id, steps, progress, via, fixed, errors)
+                                         if plan.steps else self._run_one(plan, progress, via))
                     except asyncio.CancelledError:
                         interrupted = True
                         raise
@@ -177,16 +207,33 @@ class ActionExecutor:
             results = _clean_results(results)
             result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
                                   results=results, refused=refused, steps=tuple(steps))
-            self._audit(result, action_id)
+            more = fixed if not callable(extra) else {**fixed, **_extra_of(extra, result)}
+            self._audit(result, action_id, more, errors)
+            result = msgspec.structs.replace(result, audit_errors=tuple(errors))
         return result
 
-    def _backend(self, name: str) -> ActionBackend | None:
+    def record(self, plan: ActionPlan, results: Sequence[TargetResult], *, started: float,
+               refused: str | None = None, extra: Mapping[str, Any] | None = None) -> ActionResult:
+        """Keep the outcome of something a workflow did itself (the MIG wizard's idle check, wait,
+        verify): one outcome record, written like every action's; nothing runs."""
+        result = ActionResult(plan=plan, user=self.user, started=started, finished=self.clock(),
+                              results=_clean_results(results), refused=refused)
+        errors: list[str] = []
+        self._audit(result, uuid.uuid4().hex, dict(extra or {}), errors)
+        return msgspec.structs.replace(result, audit_errors=tuple(errors))
+
+    def _backend(self, name: str, via: ActionBackend | None = None) -> ActionBackend | None:
+        if via is not None and via.name == name:
+            return via
         return next((b for b in self.backends if b.name == name), None)
 
-    async def _run_one(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
-        backend = self._backend(plan.source)
+    async def _run_one(self, plan: ActionPlan, progress: Progress | None,
+                       via: ActionBackend | None) -> tuple[TargetResult, ...]:
+        backend = self._backend(plan.source, via)
         assert backend is not None
         try:
+            if progress is not None and isinstance(backend, ReportingBackend):
+                return _clean_results(await backend.execute_reporting(plan, progress))
             return _clean_results(await backend.execute(plan))
         except asyncio.CancelledError:
             raise
@@ -194,7 +241,9 @@ class ActionExecutor:
             return tuple(TargetResult(target=t, ok=False, message=f"{type(exc).__name__}: {exc}")
                          for t in plan.targets)
 
-    async def _run_steps(self, plan: ActionPlan, action_id: str, done: list[StepResult]) -> tuple[TargetResult, ...]:
+    async def _run_steps(self, plan: ActionPlan, action_id: str, done: list[StepResult], progress: Progress | None,
+                         via: ActionBackend | None, extra: dict[str, Any],
+                         errors: list[str]) -> tuple[TargetResult, ...]:
         """Each step on its own backend, in order; each leaves its own audit record. Without
         ``continue_on_failure`` a target an earlier step failed on is not touched again (a node is
         not cordoned when its Slurm drain failed). Returns one result per target, merged."""
@@ -206,14 +255,14 @@ class ActionExecutor:
                        for t in step.targets if t not in run]
             ran: tuple[TargetResult, ...] = ()
             if run:
-                ran = await self._run_one(msgspec.structs.replace(step, targets=run))
+                ran = await self._run_one(msgspec.structs.replace(step, targets=run), progress, via)
             by_target = {r.target: r for r in (*ran, *skipped)}
             results = tuple(by_target.get(t) or TargetResult(target=t, ok=False, message="no result from the backend")
                             for t in step.targets)
             outcome = StepResult(kind=step.kind, source=step.source, started=t0, finished=self.clock(),
                                  results=results)
             done.append(outcome)
-            self._audit_step(plan, step, outcome, action_id, len(done) - 1)
+            self._audit_step(plan, step, outcome, action_id, len(done) - 1, extra, errors)
             for r in ran:
                 if not r.ok:
                     failed.setdefault(r.target, step.label)
@@ -225,49 +274,51 @@ class ActionExecutor:
                 message="; ".join(f"{s.source} {s.kind.value}: {r.message}" for s, r in mine) or "no step ran"))
         return tuple(merged)
 
-    def record_audit(self, what: str, write: Callable[[], None]) -> str | None:
-        """Run one audit write (``what``: "intent", "step", "outcome"); None when the record is
-        in the log, else why not (``exc.strerror``), and ``audit_errors`` names the lost record.
-        The writer's notices about a record it did write (a mode tightened, a torn line ended)
-        land in ``audit_errors`` too."""
-        if self.audit is None:
-            return None
-        try:
-            write()
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-            self.audit_errors.append(f"audit log {self.audit.path}: {what} record not written ({why})")
-            return why
-        finally:
-            self.audit_errors.extend(self.audit.take_warnings())
-        return None
-
-    def _audit_step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, action_id: str,
-                    index: int) -> None:
-        audit = self.audit
-        if audit is not None:  # the step has run: a lost record is reported, never crashes the UI
-            self.record_audit("step", lambda: audit.step(plan, step, outcome, self.cluster, user=self.user,
-                                                         action_id=action_id, index=index, extra=self.user_extra))
-
-    def _intent(self, plan: ActionPlan, action_id: str, started: float) -> str | None:
-        """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
+    def _write(self, what: str, write: Callable[[AuditLog], None], errors: list[str]) -> str | None:
+        """Run one audit write (``what``: "intent", "step", "outcome"); None when the record is in
+        the log, else why not (``exc.strerror``), and ``errors`` names the lost record. The writer's
+        notices about a record it did write (a mode tightened, a torn line ended) land there too."""
         audit = self.audit
         if audit is None:
             return None
-        problem = self.record_audit("intent", lambda: audit.intent(plan, self.cluster, user=self.user,
+        try:
+            write(audit)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            errors.append(f"audit log {audit.path}: {what} record not written ({why})")
+            return why
+        finally:
+            errors.extend(audit.take_warnings())
+        return None
+
+    def _audit_step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, action_id: str,
+                    index: int, extra: dict[str, Any], errors: list[str]) -> None:
+        """The step has run: a lost record is reported, never crashes the UI."""
+        self._write("step", lambda audit: audit.step(plan, step, outcome, self.cluster, user=self.user,
+                                                     action_id=action_id, index=index,
+                                                     extra={**self.user_extra, **extra}), errors)
+
+    def _intent(self, plan: ActionPlan, action_id: str, started: float, extra: dict[str, Any],
+                errors: list[str]) -> str | None:
+        """Record (fsynced) what is about to run; an action that cannot be audited does not run."""
+        problem = self._write("intent", lambda audit: audit.intent(plan, self.cluster, user=self.user,
                                                                    action_id=action_id, time=started,
-                                                                   extra=self.user_extra))
-        return None if problem is None else f"audit log {audit.path} unwritable ({problem}): not run"
+                                                                   extra={**self.user_extra, **extra}), errors)
+        return None if problem is None or self.audit is None else \
+            f"audit log {self.audit.path} unwritable ({problem}): not run"
 
-    def _audit(self, result: ActionResult, action_id: str | None = None) -> None:
-        audit = self.audit
-        if audit is not None:  # the action has run: a lost record is reported, never crashes the UI
-            self.record_audit("outcome", lambda: audit.append(result, self.cluster, action_id=action_id,
-                                                              extra=self.user_extra))
+    def _audit(self, result: ActionResult, action_id: str | None, extra: Mapping[str, Any],
+               errors: list[str]) -> None:
+        """The action has run (or was refused): a lost record is reported, never crashes the UI."""
+        self._write("outcome", lambda audit: audit.append(result, self.cluster, action_id=action_id,
+                                                          extra={**self.user_extra, **extra}), errors)
 
-    def _refusal(self, plan: ActionPlan, confirmation: str | bool) -> str | None:
-        if self.read_only:
-            return "read-only mode"
+    def refusal(self, plan: ActionPlan, confirmation: str | bool) -> str | None:
+        """Why ``plan`` must not run with this ``confirmation``, or None: the one rule for every
+        plan. Read-only mode first (unless the plan may run read-only), then the plan's errors, then
+        the typed word (the plan's own, or the bulk rule's) or a y/n."""
+        if self.read_only and plan.read_only_refusal is not None:
+            return plan.read_only_refusal
         if not plan.runnable:
             return "; ".join(plan.errors) or "nothing to do"
         word = plan.confirm_word
@@ -277,6 +328,14 @@ class ActionExecutor:
         elif confirmation is not True and confirmation != "y":
             return "not confirmed"
         return None
+
+
+def _extra_of(extra: Callable[[ActionResult], Mapping[str, Any]], result: ActionResult) -> Mapping[str, Any]:
+    """A caller's outcome fields; a crash there costs the fields, never the record."""
+    try:
+        return extra(result)
+    except Exception as exc:
+        return {"extra_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _all_kept(existing: Existing) -> bool:

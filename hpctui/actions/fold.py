@@ -14,26 +14,13 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import collect, is_valid_hostname
+from hpctui.model.output import MAX_OUTPUT_BYTES as MAX_OUTPUT_BYTES  # re-exported: NodeOutput's old home
+from hpctui.model.output import NodeOutput
+from hpctui.model.output import clean_output as clean_output
 
-MAX_OUTPUT_BYTES = 1 << 20  # per node: a runaway command cannot fill the memory
 RULE = "-" * 16
 NO_OUTPUT = "(no output)"
-
-
-class NodeOutput(msgspec.Struct, frozen=True, kw_only=True):
-    """What one run printed (stdout and stderr merged), its exit code, or why it did not run."""
-
-    label: str  # node name (ssh, per-node local runs), job id, "ns/pod", or "local"
-    output: str = ""
-    rc: int | None = None  # None: it did not run to completion (see error)
-    error: str | None = None  # unreachable, timed out, could not start
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.rc == 0
 
 
 class Fold(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,19 +30,6 @@ class Fold(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def header(self) -> str:
         return header(self.labels)
-
-
-def clean_output(raw: bytes, limit: int = MAX_OUTPUT_BYTES) -> str:
-    """Bytes from a node → text safe for a terminal: decoded leniently, each line sanitised
-    (no ESC, no control or bidi characters), line structure kept, cut at ``limit`` bytes.
-    TABs become spaces to the next multiple of 8 (``ibstat`` indents with tabs)."""
-    cut = len(raw) > limit
-    text = raw[:limit].decode(errors="replace").replace("\r\n", "\n")
-    lines = [clean_text(line.expandtabs(8)) for line in text.split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    out = "\n".join(lines)
-    return out + (f"\n… output cut at {limit:,} bytes" if cut else "")
 
 
 _NUM = re.compile(r"(\d+)")

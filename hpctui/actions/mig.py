@@ -1,11 +1,15 @@
 """The MIG reconfiguration wizard's workflow, shared by the TUI (``MigWizardScreen``) and
-``hpctui act mig``.
+``hpctui act mig`` (:mod:`hpctui.cli.act_workflows`).
 
 Steps, each visible with its result and audited: layout → idle check → drain (Slurm) and/or
 cordon (K8s) → wait until empty → apply → verify → gres.conf (Slurm nodes) → resume/uncordon.
-Drain, cordon, apply, resume and uncordon are actions run through an :class:`ActionExecutor`
-(read-only, confirmation and the audit trail are the executor's); the other steps leave an
-outcome record of their own (action ``mig_reconfigure``, ``params.step``). Where a node goes:
+The workflow sees the cluster through a :class:`~hpctui.actions.ports.WorkflowPort`, never the
+Runtime. Drain, cordon, apply, resume and uncordon are plans run by the port's one executor
+(read-only, confirmation and the audit trail are the executor's; the apply's backend reports
+each command as it runs); the other steps' outcomes are recorded by that executor too (action
+``mig_reconfigure``, source ``mig-wizard``, ``params.step``), and the run is refused by its
+rule (:meth:`MigWorkflow.gate`). The wait and verify loops wait on the store's change event.
+Where a node goes (by the source kinds that are :class:`~hpctui.sources.capabilities.MigApplier`):
 
 * the demo cluster → its own backend (the simulated GPUs change layout after a short delay);
 * a GPU Operator node (label ``nvidia.com/mig.capable=true``) of a Kubernetes source → the
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import math
 import re
 import time
 import uuid
@@ -28,11 +31,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hpctui.actions.executor import ActionExecutor
 from hpctui.base.errors import describe_error
 from hpctui.base.sanitize import clean_text
 from hpctui.findings.correlate import workload_index
-from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, ProgressItem, TargetResult
 from hpctui.model.hostlist import collect
 from hpctui.model.mig_layouts import (
     Layout,
@@ -44,9 +46,10 @@ from hpctui.model.mig_layouts import (
     gres_lines,
     resolve,
 )
+from hpctui.sources.capabilities import MigApplier, MigReader
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.actions.ports import WorkflowPort
     from hpctui.model import ClusterSnapshot
     from hpctui.sources.base import ActionBackend
 
@@ -95,27 +98,30 @@ class Route:
     _explicit: bool = False
 
 
-def mig_backends(runtime: Runtime) -> dict[str, ActionBackend]:
-    """The sources that can apply a layout, by how: demo, k8s (GPU Operator label), ssh."""
-    out: dict[str, ActionBackend] = {}
-    for s in runtime.sources:
-        if s.kind == "demo" and "demo" not in out:
-            out["demo"] = s  # type: ignore[assignment]
-        elif s.kind == "k8s" and "k8s" not in out:
-            out["k8s"] = s  # type: ignore[assignment]
-        elif s.kind == "ssh" and "ssh" not in out:
-            from hpctui.actions.mig_ssh import MigSshBackend
+ROUTES = ("demo", "k8s", "ssh")  # the source kinds a layout can be applied through
 
-            out["ssh"] = MigSshBackend(s)  # type: ignore[arg-type]
+
+def mig_backends(port: WorkflowPort) -> dict[str, ActionBackend]:
+    """The sources that can apply a layout, by how: demo, k8s (GPU Operator label), ssh; the first of each."""
+    out: dict[str, ActionBackend] = {}
+    for s in port.capability(MigApplier):  # type: ignore[type-abstract]  # (a Protocol: mypy wants a class)
+        if s.kind in ROUTES and s.kind not in out:
+            out[s.kind] = s.mig_backend()
     return out
 
 
 class MigWorkflow:
-    def __init__(self, runtime: Runtime, nodes: list[str], layout: str, gpus: str | None = None, *,
+    """One MIG reconfiguration of some nodes: :meth:`prepare` (no side effects but the idle check's
+    record), :meth:`preview`, then :meth:`run` with the typed word. Promises: nothing runs unless the
+    executor's rule lets the run through; a failed step stops the run and leaves the nodes drained
+    with a reason naming the step; a cancel before the apply puts back what it drained; every step's
+    outcome is in the audit log (written by the executor); ``on_change`` hears every status and line."""
+
+    def __init__(self, port: WorkflowPort, nodes: list[str], layout: str, gpus: str | None = None, *,
                  on_change: Callable[[Step, str | None], None] | None = None, wait_timeout_s: float = 1800.0,
                  verify_timeout_s: float = 300.0, poll_s: float = 2.0,
                  collect: Callable[[], Any] | None = None) -> None:
-        self.runtime = runtime
+        self.port = port
         self.nodes = list(dict.fromkeys(nodes))
         self.layout_name = layout.strip()
         self.gpus_param = (gpus or "all").strip() or "all"
@@ -125,7 +131,7 @@ class MigWorkflow:
         self.verify_timeout_s = verify_timeout_s
         self.poll_s = poll_s
         self.collect = collect  # None: the runtime's poller, or the sources when none runs (see _fresh)
-        self._collected: dict[str, float] = {}  # source -> when _fresh last collected it (no poller)
+        self.audit_errors: list[str] = []  # records of this run not written (from the executor's results)
         self.id = uuid.uuid4().hex
         self.routes: list[Route] = []
         self.errors: list[str] = []
@@ -153,31 +159,27 @@ class MigWorkflow:
             self.on_change(s, clean_text(line) if line is not None else None)
 
     def _record(self, key: str, results: list[TargetResult], started: float, refused: str | None = None) -> None:
-        """An outcome record for one of the wizard's own steps (the actions have their own)."""
-        audit = self.runtime.executor.audit
-        if audit is None:
-            return
+        """An outcome record for one of the wizard's own steps (the actions have their own); the
+        executor writes it."""
         plan = ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=SOURCE, targets=tuple(self.nodes),
                           params={"step": key, "layout": self.layout_name, "gpus": self.gpus_param})
-        result = ActionResult(plan=plan, user=self.runtime.executor.user, started=started,
-                              finished=self.runtime.clock(), results=tuple(results), refused=refused)
-        self.runtime.executor.record_audit("outcome", lambda: audit.append(
-            result, self.runtime.cluster, action_id=uuid.uuid4().hex,
-            extra={**self.runtime.executor.user_extra, "wizard": self.id, "step": key}))
+        result = self.port.record(plan, results, started=started, refused=refused,
+                                  extra={"wizard": self.id, "step": key})
+        self.audit_errors.extend(result.audit_errors)
 
     # -- preparing (no side effects) ----------------------------------------------------------------
     def prepare(self, snapshot: ClusterSnapshot | None = None) -> bool:
         """Layout and idle check from the last snapshot: what will happen, and whether it can."""
-        snap = snapshot if snapshot is not None else self.runtime.store.snapshot()
+        snap = snapshot if snapshot is not None else self.port.snapshot()
         self.errors, self.warnings, self.routes, self.affected = [], [], [], []
         self.steps = [Step(k, t) for k, t in STEPS]
         self._set("layout", Status.RUNNING)
-        if self.runtime.executor.read_only:
+        if self.port.read_only:
             self.errors.append("read-only mode: actions are disabled (the MIG wizard too)")
         if not self.nodes:
             self.errors.append("no nodes selected")
-        config: Mapping[str, MigLayoutSpec] = getattr(self.runtime, "mig_layouts", {}) or {}
-        backends = mig_backends(self.runtime)
+        config: Mapping[str, MigLayoutSpec] = self.port.mig_layouts
+        backends = mig_backends(self.port)
         groups: dict[tuple[str, str | None], Route] = {}
         for name in self.nodes:
             node = snap.nodes.get(name)
@@ -260,7 +262,7 @@ class MigWorkflow:
         return list(dict.fromkeys(out))
 
     def _idle(self, snap: ClusterSnapshot) -> None:
-        started = self.runtime.clock()
+        started = self.port.clock()
         self._set("idle", Status.RUNNING)
         busy = self.busy(snap)
         self.affected = busy
@@ -281,7 +283,7 @@ class MigWorkflow:
 
     def preview(self) -> list[str]:
         """What the confirmation shows: exact commands per route, what it hits."""
-        snap = self.runtime.store.snapshot()
+        snap = self.port.snapshot()
         lines: list[str] = []
         for r in self.routes:
             plan = r.backend.plan(ActionKind.MIG_RECONFIGURE, tuple(r.nodes), r.params(), snap)
@@ -294,41 +296,84 @@ class MigWorkflow:
         return [clean_text(x) for x in lines]
 
     # -- running ------------------------------------------------------------------------------
-    def _executor(self, backend: ActionBackend) -> ActionExecutor:
-        main = self.runtime.executor
-        ex = ActionExecutor([backend], main.audit, cluster=main.cluster, read_only=main.read_only, user=main.user,
-                            clock=main.clock)
-        ex.user_extra = {**main.user_extra, "wizard": self.id}  # the apply record names its wizard run
-        ex.audit_errors = main.audit_errors  # a lost record is reported where the wizard looks
-        return ex
+    def _progress(self, step: str) -> Callable[[ProgressItem], None]:
+        """A backend's progress as lines of ``step``, on the loop whatever thread the backend reports from."""
+        loop = asyncio.get_running_loop()
 
-    async def _act(self, executor: ActionExecutor, kind: ActionKind, targets: list[str], params: dict[str, str],
-                   step: str) -> ActionResult | None:
-        snap = self.runtime.store.snapshot()
-        plan = executor.plan(kind, targets, params, snap)
+        def heard(item: ProgressItem) -> None:
+            line = item if isinstance(item, str) else f"{item.label}: {item.error or item.rc}"
+            try:
+                on_loop = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                on_loop = False
+            if on_loop:
+                self._set(step, None, line)
+            else:
+                loop.call_soon_threadsafe(self._set, step, None, line)
+
+        return heard
+
+    async def _act(self, kind: ActionKind, targets: list[str], params: dict[str, str], step: str,
+                   via: ActionBackend | None = None) -> ActionResult | None:
+        """One action of a step through the port's executor (``via``: a route's own backend)."""
+        snap = self.port.snapshot()
+        plan = self.port.plan(kind, targets, params, snap, via=via)
         for c in plan.commands[:12]:
             self._set(step, None, f"$ {c}")
         if not plan.runnable:
             self._set(step, None, f"{kind.value}: " + "; ".join(plan.errors or ("nothing to do",)))
-        result = await executor.execute(plan, confirmation=plan.confirm_word or True)
+        result = await self.port.execute(plan, plan.confirm_word or True, progress=self._progress(step),
+                                         extra={"wizard": self.id}, via=via)
+        self.audit_errors.extend(result.audit_errors)
         if result.refused:
             self._set(step, None, f"{kind.value} refused: {result.refused}")
         for r in result.results:
             self._set(step, None, f"{'ok' if r.ok else 'FAILED'} {r.target}: {r.message}")
         return result
 
+    def gate(self) -> ActionPlan:
+        """The run as one plan, for the executor's refusal rule and for a reader of the whole run:
+        these nodes, the typed word ``mig-N``, the preparation's errors (an unprepared run cannot go)
+        and, once prepared, its actions as ``steps`` as their backends plan them now (drain, cordon,
+        the apply of each route, then resume and uncordon of what it drains). The steps are re-planned
+        on fresh data when the run gets to them; the wait, verify and gres.conf steps are the wizard's
+        own (recorded with ``params.step``)."""
+        errors = tuple(self.errors) or (() if self.step("layout").status is Status.OK else ("not prepared",))
+        return ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=SOURCE, targets=tuple(self.nodes),
+                          params={"step": "run", "layout": self.layout_name, "gpus": self.gpus_param},
+                          errors=errors, word=self.confirm_word, steps=() if errors else self._steps())
+
+    def _steps(self) -> tuple[ActionPlan, ...]:
+        snap = self.port.snapshot()
+        slurm = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None
+                 and "DRAIN" not in nd.slurm.flags]
+        k8s = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.k8s is not None and not nd.k8s.unschedulable]
+        steps: list[ActionPlan] = []
+        before = [(ActionKind.DRAIN_NODES, slurm, {"reason": f"hpctui mig: reconfiguring to {self.layout_name}"}),
+                  (ActionKind.CORDON_NODES, k8s, {})]
+        after = [(ActionKind.RESUME_NODES, slurm), (ActionKind.UNCORDON_NODES, k8s)]
+        for kind, nodes, params in before:
+            if nodes and self.port.backend_for(kind) is not None:
+                steps.append(self.port.plan(kind, nodes, params, snap))
+        steps += [self.port.plan(ActionKind.MIG_RECONFIGURE, r.nodes, r.params(), snap, via=r.backend)
+                  for r in self.routes]
+        for kind, nodes in after:  # what it will have drained: planned when it gets there
+            backend = self.port.backend_for(kind)
+            if nodes and backend is not None:
+                steps.append(ActionPlan(kind=kind, source=backend.name, targets=tuple(nodes),
+                                        notes=("after the verify step: what this run drained or cordoned",)))
+        return tuple(steps)
+
     async def run(self, confirmation: str | bool) -> bool:
         """Run the confirmed wizard; True when every step ended ok (or with a warning)."""
-        started = self.runtime.clock()
-        if self.runtime.executor.read_only or self.step("layout").status is not Status.OK:
-            why = "read-only mode" if self.runtime.executor.read_only else "; ".join(self.errors) or "not prepared"
+        started = self.port.clock()
+        why = self.port.refusal(self.gate(), self.confirm_word if confirmation is True else confirmation)
+        if why is not None:
             self._record("run", [], started, refused=why)
-            self._set("drain", Status.FAILED, f"refused: {why}")
-            self.done = True
-            return False
-        if confirmation is not True and confirmation != self.confirm_word:
-            self._record("run", [], started, refused=f"not confirmed (type {self.confirm_word!r})")
-            self._set("drain", Status.CANCELLED, "not confirmed")
+            if why.startswith("not confirmed"):
+                self._set("drain", Status.CANCELLED, "not confirmed")
+            else:
+                self._set("drain", Status.FAILED, f"refused: {why}")
             self.done = True
             return False
         try:
@@ -374,10 +419,9 @@ class MigWorkflow:
         return await self._resume()
 
     async def _drain(self) -> bool:
-        started = self.runtime.clock()
+        started = self.port.clock()
         self._set("drain", Status.RUNNING)
-        snap = self.runtime.store.snapshot()
-        main = self.runtime.executor
+        snap = self.port.snapshot()
         reason = f"hpctui mig: reconfiguring to {self.layout_name}"
         slurm = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None]
         k8s = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.k8s is not None]
@@ -388,13 +432,13 @@ class MigWorkflow:
                                          "left drained at the end")
         to_cordon = [n for n in k8s if not snap.nodes[n].k8s.unschedulable]  # type: ignore[union-attr]
         ok = True
-        if to_drain and main.backend_for(ActionKind.DRAIN_NODES) is not None:
-            res = await self._act(main, ActionKind.DRAIN_NODES, to_drain, {"reason": reason}, "drain")
+        if to_drain and self.port.backend_for(ActionKind.DRAIN_NODES) is not None:
+            res = await self._act(ActionKind.DRAIN_NODES, to_drain, {"reason": reason}, "drain")
             if res is not None:
                 self.drained = [r.target for r in res.results if r.ok]
                 ok = ok and res.ok
-        if to_cordon and main.backend_for(ActionKind.CORDON_NODES) is not None:
-            res = await self._act(main, ActionKind.CORDON_NODES, to_cordon, {}, "drain")
+        if to_cordon and self.port.backend_for(ActionKind.CORDON_NODES) is not None:
+            res = await self._act(ActionKind.CORDON_NODES, to_cordon, {}, "drain")
             if res is not None:
                 self.cordoned = [r.target for r in res.results if r.ok]
                 ok = ok and res.ok
@@ -406,7 +450,7 @@ class MigWorkflow:
         return ok
 
     async def _wait(self) -> bool:
-        started = self.runtime.clock()
+        started = self.port.clock()
         self._set("wait", Status.RUNNING)
         t0 = time.monotonic()
         last: list[str] | None = None
@@ -414,7 +458,7 @@ class MigWorkflow:
         while True:
             await self._fresh(first)
             first = False
-            busy = self.busy(self.runtime.store.snapshot())
+            busy = self.busy(self.port.snapshot())
             if not busy:
                 self._set("wait", Status.OK, f"empty after {time.monotonic() - t0:.0f} s")
                 self._record("wait", [TargetResult(target=n, ok=True, message="empty") for n in self.nodes], started)
@@ -437,39 +481,27 @@ class MigWorkflow:
         jobs, an SSH probe round) is not collected every second. Without a poller (``hpctui act mig``)
         the sources are collected here: all at the start of a step, then each when its interval
         has passed."""
-        rt = self.runtime
         if self.collect is not None:  # a collector of the caller's own
             if not first:
                 await asyncio.sleep(self.poll_s)
             await self.collect()
             return
-        poller = rt.poller
-        if poller.running:
+        if self.port.polling:
             if not first:
                 await asyncio.sleep(self.poll_s)
                 return
-            version = rt.store.data_version
-            rt.refresh_now()
-            for _ in range(math.ceil(self.poll_s / 0.05)):  # the store has no change event to wait on
-                if rt.store.data_version != version:
-                    break
-                await asyncio.sleep(0.05)
+            self.port.refresh()
+            await self.port.changed(timeout=self.poll_s)  # the round ends when the poller's data lands
             return
         if not first:
             await asyncio.sleep(self.poll_s)
-        now = time.monotonic()
-        due = [s for s in rt.sources if first or s.name not in self._collected
-               or now - self._collected[s.name] >= s.interval_s]
-        for s in due:
-            self._collected[s.name] = now
-        if due:
-            await asyncio.gather(*(poller.poll_once(s) for s in due))
+        await self.port.collect(all_sources=first)
 
     async def _apply(self) -> dict[str, str]:
         self._set("apply", Status.RUNNING)
         failed: dict[str, str] = {}
         for r in self.routes:
-            res = await self._act(self._executor(r.backend), ActionKind.MIG_RECONFIGURE, r.nodes, r.params(), "apply")
+            res = await self._act(ActionKind.MIG_RECONFIGURE, r.nodes, r.params(), "apply", via=r.backend)
             if res is None:
                 continue
             if res.refused:
@@ -490,7 +522,7 @@ class MigWorkflow:
         return out
 
     async def _verify(self) -> dict[str, str]:
-        started = self.runtime.clock()
+        started = self.port.clock()
         self._set("verify", Status.RUNNING)
         bad: dict[str, str] = {}
         t0 = time.monotonic()
@@ -502,13 +534,12 @@ class MigWorkflow:
         while pending:
             await self._fresh(first)
             first = False
-            snap = self.runtime.store.snapshot()
+            snap = self.port.snapshot()
             for n in sorted(pending):
                 r = by_node[n]
-                reader = getattr(r.backend, "read_mig", None)
-                if reader is not None:
+                if isinstance(r.backend, MigReader):
                     try:
-                        seen = await reader(n)
+                        seen = await r.backend.read_mig(n)
                     except Exception as exc:  # a node resetting its GPU is often unreachable: keep trying
                         why = describe_error(exc)
                         if unreachable.get(n) != why:
@@ -573,7 +604,7 @@ class MigWorkflow:
         return dict.fromkeys(want, (True, per))
 
     def _gres(self) -> None:
-        snap = self.runtime.store.snapshot()
+        snap = self.port.snapshot()
         slurm = [n for n in self.nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None]
         if not slurm:
             self._set("gres", Status.SKIPPED, "no Slurm node")
@@ -587,15 +618,14 @@ class MigWorkflow:
         self._set("gres", Status.WARN)
 
     async def _resume(self) -> bool:
-        started = self.runtime.clock()
+        started = self.port.clock()
         self._set("resume", Status.RUNNING)
-        main = self.runtime.executor
         ok = True
         if self.drained:
-            res = await self._act(main, ActionKind.RESUME_NODES, self.drained, {}, "resume")
+            res = await self._act(ActionKind.RESUME_NODES, self.drained, {}, "resume")
             ok = ok and res is not None and res.ok
         if self.cordoned:
-            res = await self._act(main, ActionKind.UNCORDON_NODES, self.cordoned, {}, "resume")
+            res = await self._act(ActionKind.UNCORDON_NODES, self.cordoned, {}, "resume")
             ok = ok and res is not None and res.ok
         if not self.drained and not self.cordoned:
             self._set("resume", None, "nothing this wizard drained or cordoned")
@@ -609,14 +639,13 @@ class MigWorkflow:
         nodes = self.nodes if nodes is None else nodes
         if not nodes:
             return
-        started = self.runtime.clock()
-        main = self.runtime.executor
-        snap = self.runtime.store.snapshot()
+        started = self.port.clock()
+        snap = self.port.snapshot()
         slurm = [n for n in nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None]
         reason = f"hpctui mig: {why}"
-        if slurm and main.backend_for(ActionKind.DRAIN_NODES) is not None:
+        if slurm and self.port.backend_for(ActionKind.DRAIN_NODES) is not None:
             # the wizard drained them itself: its step's reason replaces its own "reconfiguring" one
-            await self._act(main, ActionKind.DRAIN_NODES, slurm, {"reason": reason, "reason_mode": "replace"}, step)
+            await self._act(ActionKind.DRAIN_NODES, slurm, {"reason": reason, "reason_mode": "replace"}, step)
         self._set(step, Status.FAILED, f"{collect(nodes)} left drained: {reason}")
         self._record(step, [TargetResult(target=n, ok=False, message=reason) for n in nodes], started)
         for s in self.steps:
@@ -625,15 +654,14 @@ class MigWorkflow:
 
     async def _undo(self) -> None:
         """Cancelled before apply: put back what this wizard drained or cordoned."""
-        started = self.runtime.clock()
+        started = self.port.clock()
         for s in self.steps:
             if s.status in (Status.PENDING, Status.RUNNING):
                 s.status = Status.CANCELLED
-        main = self.runtime.executor
         if self.drained:
-            await self._act(main, ActionKind.RESUME_NODES, self.drained, {}, "resume")
+            await self._act(ActionKind.RESUME_NODES, self.drained, {}, "resume")
         if self.cordoned:
-            await self._act(main, ActionKind.UNCORDON_NODES, self.cordoned, {}, "resume")
+            await self._act(ActionKind.UNCORDON_NODES, self.cordoned, {}, "resume")
         self._set("resume", Status.CANCELLED, "cancelled before apply: drained/cordoned nodes put back")
         self._record("cancel", [TargetResult(target=n, ok=True, message="cancelled before apply")
                                 for n in self.nodes], started)
@@ -646,87 +674,3 @@ def _show(v: tuple[bool, tuple[str, ...]] | None) -> str:
     if not on:
         return "MIG off"
     return ",".join(profiles) or "MIG on, no instances"
-
-
-# -- hpctui act mig -----------------------------------------------------------------------------
-
-STATUS_MARK = {Status.OK: "ok  ", Status.WARN: "warn", Status.FAILED: "FAIL", Status.SKIPPED: "skip",
-               Status.CANCELLED: "stop", Status.RUNNING: "... ", Status.PENDING: "    "}
-
-
-async def run_mig(runtime: Runtime, targets: list[str], params: dict[str, str], *, dry_run: bool, yes: bool,
-                  as_json: bool, interactive: bool, prompt: Callable[[str], str],
-                  out: Callable[[str], Any], err: Callable[[str], Any], poll_s: float = 1.0) -> int:
-    """``hpctui act mig``: the wizard headless. 0 ok, 1 a step failed, 2 usage/refused."""
-    import msgspec
-
-    from hpctui.model.hostlist import HostlistError, expand
-
-    nodes: list[str] = []
-    try:
-        for t in targets:
-            nodes.extend(expand(t))
-    except HostlistError as exc:
-        err(f"hpctui act: {exc}\n")
-        return 2
-    layout = params.get("layout", "").strip()
-    if not layout and not runtime.executor.read_only:  # read-only: refused (and audited) below
-        err("hpctui act mig: needs --param layout=NAME (all-disabled, all-1g, all-balanced, all-7g or a "
-            "mig_layouts name)\n")
-        return 2
-
-    shown: dict[str, Status] = {}
-
-    def show(step: Step, line: str | None) -> None:
-        if as_json:
-            return
-        if line is not None:
-            out(f"       {line}\n")
-        if shown.get(step.key) is not step.status and step.status is not Status.PENDING:
-            shown[step.key] = step.status
-            out(f"[{STATUS_MARK[step.status]}] {step.title}\n")
-
-    await runtime.collect_once()
-    wf = MigWorkflow(runtime, nodes, layout, params.get("gpus"), on_change=show, poll_s=poll_s,
-                     wait_timeout_s=float(params.get("wait_timeout_s", "1800")),
-                     verify_timeout_s=float(params.get("verify_timeout_s", "300")))
-    prepared = wf.prepare()
-
-    def doc(ran: bool) -> str:
-        return msgspec.json.encode({
-            "dry_run": dry_run, "nodes": nodes, "layout": layout, "ok": wf.ok if ran else prepared,
-            "errors": wf.errors, "affected": wf.affected, "preview": wf.preview() if prepared else [],
-            "confirm_word": wf.confirm_word,
-            "steps": [{"key": s.key, "title": s.title, "status": s.status.value, "detail": s.detail}
-                      for s in wf.steps]}).decode() + "\n"
-
-    if prepared and not as_json:
-        out("plan:\n" + "".join(f"  {line}\n" for line in wf.preview()))
-    if dry_run or not prepared:
-        if not prepared and not dry_run:
-            await wf.run(False)  # audited as refused (a dry run, like every other action's, writes nothing)
-        if as_json:
-            out(doc(False))
-        return 0 if prepared else 2
-    if yes:
-        confirmation: str | bool = wf.confirm_word
-    elif interactive:
-        try:
-            confirmation = prompt(f"Type {wf.confirm_word} to reconfigure MIG on {len(nodes)} node(s) "
-                                  f"(drain, apply, resume): ").strip()
-        except EOFError:
-            confirmation = False
-    else:
-        await wf.run(False)
-        if as_json:
-            out(doc(False))
-        err("hpctui act: not confirmed: stdin is not a terminal, pass --yes to run without asking\n")
-        return 2
-    ok = await wf.run(confirmation)
-    if as_json:
-        out(doc(True))
-    for problem in runtime.executor.audit_errors:
-        err(f"hpctui act: warning: {problem}\n")
-    if wf.step("drain").status is Status.CANCELLED:
-        return 2
-    return 0 if ok else 1

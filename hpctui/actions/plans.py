@@ -33,11 +33,11 @@ K8S_DRAIN = ("cordon", "evict")
 class ActionSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
     """``[actions]`` in the config."""
 
-    # Where ``drain``/``resume`` act on a node known to both schedulers: "slurm", "k8s" or "both".
     drain_in: Literal["slurm", "k8s", "both"] = "both"
-    # What the Kubernetes side of ``drain`` does: "cordon" (running pods keep running, like Slurm's
-    # DRAIN lets jobs finish) or "evict" (kubectl drain: cordon, then evict the pods).
+    """Where ``drain``/``resume`` act on a node known to both schedulers: "slurm", "k8s" or "both"."""
     k8s_drain: Literal["cordon", "evict"] = "cordon"
+    """What the Kubernetes side of ``drain`` does: "cordon" (running pods keep running, like Slurm's
+    DRAIN lets jobs finish) or "evict" (kubectl drain: cordon, then evict the pods)."""
 
 
 HYBRID_KINDS = frozenset({ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES})

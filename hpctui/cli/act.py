@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.actions.plans import drain_reason
+from hpctui.actions.render import plan_lines
 from hpctui.base.sanitize import clean_text
-from hpctui.model.action import JOB_ACTIONS, NAME_ACTIONS, POD_ACTIONS, ActionKind, ActionPlan, ActionResult
-from hpctui.model.hostlist import collect
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult
 
 if TYPE_CHECKING:
     from hpctui.core.runtime import Runtime
@@ -41,53 +41,38 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
     return params
 
 
-def _targets_text(plan: ActionPlan) -> str:
-    if plan.kind in JOB_ACTIONS | NAME_ACTIONS | POD_ACTIONS:  # pods: namespace/name each, never a hostlist
-        return ",".join(plan.targets)
-    try:
-        return collect(list(plan.targets))
-    except Exception:
-        return ",".join(plan.targets)
+HEADINGS = {"warning": "warnings", "command": "commands", "affected": "affects", "note": "notes", "error": "errors"}
 
 
 def render_plan(plan: ActionPlan) -> str:
-    """What the app's preview shows, as text (every cluster string sanitised). A plan with steps
-    shows each step (its backend, exact commands and what that step alone affects)."""
+    """What the app's preview shows (:func:`hpctui.actions.render.plan_lines`, nothing cut), as
+    text: a heading per list, a plan with steps shown per step (its backend, exact commands and
+    what that step alone affects)."""
     c = clean_text
     steps = f" ({len(plan.steps)} steps)" if plan.steps else ""
-    lines = [f"action:   {plan.kind.value} via {c(plan.source)}{steps}",
-             f"targets:  {c(_targets_text(plan)) or '-'} ({len(plan.targets)})"]
-    if plan.params:
-        lines.append("params:   " + " ".join(f"{c(k)}={c(v)}" for k, v in sorted(plan.params.items())))
-    in_steps: set[str] = set()
-    for i, step in enumerate(plan.steps, 1):
-        lines.append(f"step {i}:   {c(step.label)} on {c(_targets_text(step)) or '-'} ({len(step.targets)})")
-        for title, items in (("commands", step.commands), ("affects", step.affected), ("warnings", step.warnings),
-                             ("errors", step.errors)):
-            if items:
-                lines.append(f"  {title}:")
-                lines.extend(f"    {c(i)}" for i in items)
-        in_steps.update(step.warnings)
-    if plan.steps:
-        if plan.continue_on_failure:
-            lines.append("          every step runs on all its targets, whatever the others did")
-        else:
-            lines.append("          a target a step fails on is not touched by the later steps")
-    sections: tuple[tuple[str, tuple[str, ...]], ...] = (
-        ("commands", plan.commands), ("affects", plan.affected), ("warnings", plan.warnings), ("notes", plan.notes),
-        ("rejected", plan.rejected_targets), ("errors", plan.errors))
-    if plan.steps:  # the steps said it: only what no step says
-        sections = (("warnings", tuple(w for w in plan.warnings if w not in in_steps)), ("notes", plan.notes),
-                    ("rejected", plan.rejected_targets),
-                    ("errors", tuple(e for e in plan.errors if not any(e == f"{s.label}: {x}" for s in plan.steps
-                                                                       for x in s.errors))))
-    for title, items in sections:
-        if items:
-            lines.append(f"{title}:")
-            lines.extend(f"  {c(i)}" for i in items)
-    if plan.runnable and plan.confirm_word:
-        lines.append(f"confirm:  type {plan.confirm_word!r} (bulk destructive action)")
-    return "\n".join(lines) + "\n"
+    out = [f"action:   {plan.kind.value} via {c(plan.source)}{steps}"]
+    heading: tuple[str, int] | None = None
+    for line in plan_lines(plan):
+        indent = "  " if line.step else ""
+        if line.kind == "targets":
+            out.append(f"targets:  {line.text or '-'} ({line.count})")
+            if plan.params:
+                out.append("params:   " + " ".join(f"{c(k)}={c(v)}" for k, v in sorted(plan.params.items())))
+        elif line.kind == "rejected":
+            out.append(f"rejected: {line.text}")
+        elif line.kind == "step":
+            out.append(f"step {line.step}:   {line.text} ({line.count})")
+        elif line.kind == "rule":
+            out.append(f"          {line.text}")
+        elif line.kind == "confirm":
+            out.append(f"confirm:  type {line.text!r} (bulk destructive action)")
+        elif line.kind in HEADINGS or line.kind == "more":
+            if line.kind != "more" and heading != (line.kind, line.step):
+                heading = (line.kind, line.step)
+                out.append(f"{indent}{HEADINGS[line.kind]}:")
+            out.append(f"{indent}  {line.text}")
+        # "commands" / "affects": the heading comes with the first item
+    return "\n".join(out) + "\n"
 
 
 def render_result(result: ActionResult) -> str:
@@ -139,17 +124,17 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
                   err: Callable[[str], Any] = sys.stderr.write) -> int:
     """Collect once, plan, show, confirm, execute, report. The caller stops the runtime."""
     if kind is ActionKind.CUSTOM:  # [[custom_actions]]: folded output per node (hpctui.actions.custom)
-        from hpctui.actions.custom import known_or_hint, run_custom_act
+        from hpctui.cli.act_workflows import known_or_hint, run_custom_act
 
-        hint = known_or_hint(runtime, params)
+        hint = known_or_hint(runtime.port, params)
         if hint is None:
-            return await run_custom_act(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+            return await run_custom_act(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                                         interactive=interactive, prompt=prompt, out=out, err=err)
         err(hint)  # no such action: the executor refuses it below (audited, read-only first), exit 2
     if kind is ActionKind.MIG_RECONFIGURE:  # the MIG wizard's steps (drain, apply, verify, resume)
-        from hpctui.actions.mig import run_mig
+        from hpctui.cli.act_workflows import run_mig
 
-        return await run_mig(runtime, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
+        return await run_mig(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                              interactive=interactive, prompt=prompt, out=out, err=err)
     await runtime.collect_once()
     snapshot = runtime.store.snapshot()
@@ -182,7 +167,7 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
         return EXIT_REFUSED
     result = await runtime.run_action(plan, confirmation)
     out(_json(plan, result, False) if as_json else render_result(result))
-    for problem in runtime.executor.audit_errors:
+    for problem in result.audit_errors:
         err(f"hpctui act: warning: {problem}\n")
     if result.refused is not None:
         return EXIT_REFUSED

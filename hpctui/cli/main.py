@@ -262,7 +262,7 @@ def _usage_error(message: str) -> int:
 
 def _run_app(args: argparse.Namespace) -> int:
     read_only = bool(args.read_only or args.wall) or None
-    from hpctui.ui.keys import CustomKeyError, custom_key_specs
+    from hpctui.ui.registry import CustomKeyError, custom_key_specs
     from hpctui.ui.themes import ThemeError, load_themes  # outside the try: a failed import is not a ThemeError
 
     try:

@@ -24,7 +24,7 @@ from hpctui.core.wall_settings import ServeSettings, WallSettings
 from hpctui.findings.health import Thresholds
 from hpctui.model.mig_layouts import MigLayoutSpec, validate_config_layouts
 from hpctui.sources.demo.settings import DemoSettings
-from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.sources.registry import SOURCE_KINDS
 
 APP_NAME = "hpctui"
 PRECEDENCE_PARTS = ("gpus", "ib", "mounts", "resources", "services")
@@ -38,40 +38,59 @@ class NodeMapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How Kubernetes node names map to Slurm node names (the join key)."""
 
     strip_suffix: str = ""
-    explicit: dict[str, str] = msgspec.field(default_factory=dict)  # k8s name -> slurm name
+    """Cut from every Kubernetes node name to get its Slurm name, e.g. ".cluster.local"."""
+    explicit: dict[str, str] = msgspec.field(default_factory=dict)
+    """Kubernetes node name → Slurm node name, for names the suffix rule does not join."""
 
 
 class ClusterConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sources: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    """The cluster's sources, ``[[clusters.NAME.sources]]``: each a table with a ``kind`` and that kind's keys."""
     node_map: NodeMapSettings = msgspec.field(default_factory=NodeMapSettings)
-    read_only: bool | None = None  # overrides the top-level setting for this cluster
-    # When two sources deliver one part for a node: part ("gpus", "ib", "mounts", "resources",
-    # "services") -> source names, highest first, e.g. {gpus = ["prometheus", "ssh"]}.
+    """How Kubernetes node names join Slurm node names."""
+    read_only: bool | None = None
+    """Overrides the top-level ``read_only`` for this cluster."""
     precedence: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """When two sources deliver one part for a node: part ("gpus", "ib", "mounts", "resources",
+    "services") → source names, highest first, e.g. ``{gpus = ["prometheus", "ssh"]}``."""
 
 
 class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     default_cluster: str | None = None
+    """The cluster shown first when ``--cluster`` is not given (needed when there are several)."""
     theme: str = "dark"
+    """dark, light, wall, or the name of a theme in ``~/.config/hpctui/themes/``."""
     read_only: bool = False
+    """No action runs: keys that act are hidden, ``act`` refuses (same as ``--read-only``)."""
     audit_log: str | None = None
-    # The audit log rotates once a record would take it past audit_max_bytes (0: never), keeping
-    # audit_keep older files (audit.jsonl.1 newest … .N); readers (Events view, reports, :audit)
-    # read at most its newest audit_tail_bytes, across the rotated files (hpctui.actions.audit).
+    """Path of the audit log; default ``~/.local/state/hpctui/audit.jsonl``."""
     audit_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 64 << 20
+    """The audit log rotates once a record would take it past this size (0: never)."""
     audit_keep: Annotated[int, msgspec.Meta(ge=1, le=99)] = 5
+    """Rotated audit files kept (``audit.jsonl.1`` newest … ``.N``)."""
     audit_tail_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 4 << 20
+    """Readers (Events view, reports, ``:audit``) read at most the newest this many bytes, across the rotated
+    files (hpctui.actions.audit)."""
     thresholds: Thresholds = msgspec.field(default_factory=Thresholds)
+    """Alert thresholds of the health rules."""
     clusters: dict[str, ClusterConfig] = msgspec.field(default_factory=dict)
-    custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)  # hpctui.actions.custom
-    mig_layouts: dict[str, MigLayoutSpec] = msgspec.field(default_factory=dict)  # named MIG layouts (mig wizard)
-    heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)  # grouping, racks, palette
-    wall: WallSettings = msgspec.field(default_factory=WallSettings)  # --wall display (hpctui/core/wall_settings.py)
-    serve: ServeSettings = msgspec.field(default_factory=ServeSettings)  # `hpctui serve`
-    # binding id -> key(s), e.g. {"node.drain" = "ctrl+d"}; ids and keys checked by hpctui.ui.keymap
+    """The clusters, ``[clusters.NAME]``, each with its sources."""
+    custom_actions: list[CustomActionSettings] = msgspec.field(default_factory=list)
+    """Your own commands on the selection, ``[[custom_actions]]`` (hpctui.actions.custom)."""
+    mig_layouts: dict[str, MigLayoutSpec] = msgspec.field(default_factory=dict)
+    """Named MIG layouts for the MIG wizard, ``[mig_layouts.NAME]``."""
+    heatmap: HeatmapSettings = msgspec.field(default_factory=HeatmapSettings)
+    """The heatmap's grouping, racks and palette."""
+    wall: WallSettings = msgspec.field(default_factory=WallSettings)
+    """The ``--wall`` display."""
+    serve: ServeSettings = msgspec.field(default_factory=ServeSettings)
+    """``hpctui serve``: the app in a browser."""
     keymap: dict[str, str] = msgspec.field(default_factory=dict)
-    actions: ActionSettings = msgspec.field(default_factory=ActionSettings)  # [actions] drain_in, k8s_drain
-    notify: NotifySettings = msgspec.field(default_factory=NotifySettings)  # [notify] new critical problems
+    """Binding id → key(s), e.g. ``{"node.drain" = "ctrl+t"}``; ids and keys are checked by hpctui.ui.keymap."""
+    actions: ActionSettings = msgspec.field(default_factory=ActionSettings)
+    """Where and how ``drain``/``resume`` act on nodes known to both Slurm and Kubernetes."""
+    notify: NotifySettings = msgspec.field(default_factory=NotifySettings)
+    """[notify]: who is told about new problems (terminal bell, desktop notification, webhook), and when."""
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -208,9 +227,7 @@ def source_settings(config: AppConfig, cluster: str, index: int, origin: str = "
         raise ConfigError(f"{origin}: {where}.kind: missing (one of {', '.join(SOURCE_KINDS)})")
     if not isinstance(kind, str):
         raise ConfigError(f"{origin}: {where}.kind: expected a string, got {type(kind).__name__}")
-    if kind in PLANNED_SOURCE_KINDS:
-        raise ConfigError(f"{origin}: {where}.kind: source kind {kind!r} is not implemented in this version")
-    entry_kind = SOURCE_KINDS.get(kind) if isinstance(kind, str) else None
+    entry_kind = SOURCE_KINDS.get(kind)
     if entry_kind is None:
         raise ConfigError(f"{origin}: {where}.kind: unknown source kind {kind!r} (one of {', '.join(SOURCE_KINDS)})")
     try:

@@ -20,10 +20,14 @@ PALETTES: tuple[str, ...] = ("default", "colorblind")
 
 
 class HeatmapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    group_by: str = "none"  # one of GROUP_ORDER
-    racks: dict[str, str] = msgspec.field(default_factory=dict)  # rack name -> hostlist
-    palette: str = "default"  # one of PALETTES
-    problems_first: bool | None = None  # None: problem nodes first only while not every node fits on screen
+    group_by: str = "none"
+    """How nodes are grouped: "none", "partition", "rack" or "model" (``o`` cycles at run time)."""
+    racks: dict[str, str] = msgspec.field(default_factory=dict)
+    """Rack name → hostlist, e.g. ``{r01 = "gpu[0001-0032]"}`` (the first rack naming a node wins)."""
+    palette: str = "default"
+    """"default" or "colorblind" (cividis ramps, Okabe-Ito severities and glyphs)."""
+    problems_first: bool | None = None
+    """Problem nodes first: true always, false never; unset: only while not every node fits on screen."""
 
     def rack_of(self) -> dict[str, str]:
         """node -> rack, from the hostlists (the first rack naming a node wins)."""

@@ -6,25 +6,27 @@ Textual app both build one of these.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.executor import ActionExecutor
+from hpctui.actions.custom import CustomBackend
+from hpctui.actions.executor import ActionExecutor, AuditExtra
 from hpctui.actions.plans import ActionSettings
 from hpctui.core.config import AppConfig, default_state_dir, source_settings
 from hpctui.core.heatmap_settings import HeatmapSettings
 from hpctui.core.poller import Poller
+from hpctui.core.ports import RuntimePort
 from hpctui.core.store import NodeNameMap, Store
 from hpctui.core.wall_settings import WallSettings
 from hpctui.findings.health import Thresholds
 from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Event
-from hpctui.model.action import ActionPlan, ActionResult
+from hpctui.model.action import ActionPlan, ActionResult, Progress
 from hpctui.sources.base import ActionBackend, Source
+from hpctui.sources.capabilities import AccountingProvider, CommandRunner
 from hpctui.sources.registry import SourceContext, build_source
 
 if TYPE_CHECKING:
@@ -59,7 +61,10 @@ class Runtime:
         self.store = Store(cluster, name_map=name_map, clock=clock, precedence=precedence)
         self.poller = Poller(self.sources, self.store)
         self.poller.prepare = self._prepare  # findings once per change, in the data layer
-        backends = [s for s in self.sources if isinstance(s, ActionBackend)]
+        backends: list[ActionBackend] = [s for s in self.sources if isinstance(s, ActionBackend)]
+        runners = [s for s in self.sources if isinstance(s, CommandRunner)]  # [[custom_actions]] run = "ssh"
+        backends += [CustomBackend(lambda: self.custom_actions, remote=False),
+                     CustomBackend(lambda: self.custom_actions, remote=True, runners=runners)]
         audit = AuditLog(audit_path or default_state_dir() / "audit.jsonl")
         self.executor = ActionExecutor(backends, audit, cluster=cluster, read_only=read_only, clock=clock,
                                        settings=actions, findings=self.findings)
@@ -72,24 +77,20 @@ class Runtime:
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
         self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
         self.wall_settings = WallSettings()  # the config's [wall] table (the --wall display)
+        self.port = RuntimePort(self)  # what workflows (MIG wizard, custom actions) see of this runtime
 
-    def run_action(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
+    def run_action(self, plan: ActionPlan, confirmation: str | bool, *, progress: Progress | None = None,
+                   extra: AuditExtra | None = None, via: ActionBackend | None = None) -> asyncio.Task[ActionResult]:
         """Run an action as a task owned by the runtime, not by a dialog: closing the dialog
-        (or a second key press) cannot cancel it halfway, and ``stop()`` waits for it."""
-        task = asyncio.create_task(self.executor.execute(plan, confirmation=confirmation), name=f"action:{plan.kind}")
+        (or a second key press) cannot cancel it halfway, and ``stop()`` waits for it. The
+        arguments after ``confirmation`` are the executor's (:meth:`ActionExecutor.execute`)."""
+        task = asyncio.create_task(self.executor.execute(plan, confirmation=confirmation, progress=progress,
+                                                         extra=extra, via=via), name=f"action:{plan.kind}")
         self._actions.add(task)
         task.add_done_callback(self._actions.discard)
         task.add_done_callback(self._record_action)
         return task
 
-    def track_action(self, coro: Coroutine[Any, Any, ActionResult]) -> asyncio.Task[ActionResult]:
-        """Run an action coroutine of its own (a custom action) as a task the runtime owns, like
-        :meth:`run_action`: ``stop()`` waits for it and its result lands in the Events view."""
-        task = asyncio.create_task(coro, name="action:custom")
-        self._actions.add(task)
-        task.add_done_callback(self._actions.discard)
-        task.add_done_callback(self._record_action)
-        return task
     @property
     def actions_running(self) -> int:
         """Actions started and not finished yet (``q`` asks first, ``:cluster`` waits for them)."""
@@ -146,13 +147,13 @@ class Runtime:
         await reap_killed()  # children killed while they were being spawned: reaped before the loop closes
 
     async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
-        """Fair-share/QoS of the first source that can tell (a Slurm source); None if none can."""
-        for source in sorted(self.sources, key=lambda s: s.kind != "slurm"):  # a real Slurm first
-            query = getattr(source, "accounting", None)
-            if query is not None and inspect.iscoroutinefunction(query):
-                info: AccountingInfo = await query(user=user, account=account)
-                return info
-        return None
+        """Fair-share/QoS from the first :class:`AccountingProvider` source (a real Slurm one
+        before the demo's); None when no source provides accounting."""
+        providers = [s for s in self.sources if isinstance(s, AccountingProvider)]
+        if not providers:
+            return None
+        first = min(providers, key=lambda s: s.kind != "slurm")  # min is stable: the first of a kind wins
+        return await first.accounting(user=user, account=account)
 
 
 def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | None = None,

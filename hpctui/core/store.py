@@ -7,6 +7,7 @@ build a view while a big result lands; such a view is served but not cached (``s
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from array import array
@@ -136,6 +137,7 @@ class Store:
         self._nodes: dict[str, Node] = {}
         self.version = 0  # bumps on every change (data or health); lets the UI skip redundant redraws
         self.data_version = 0  # bumps only when cluster data changed: health-only changes redraw less
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], bool]] = []
 
     # -- writes ---------------------------------------------------------------
     def register_source(self, name: str, kind: str) -> None:
@@ -232,6 +234,30 @@ class Store:
             self.version += 1
             if data:
                 self.data_version += 1
+            woken = [w for w in self._waiters if data or not w[2]]
+            if woken:
+                self._waiters = [w for w in self._waiters if not (data or not w[2])]
+        for loop, future, _ in woken:  # a big result is applied in a worker thread: wake each on its own loop
+            loop.call_soon_threadsafe(_wake, future)
+
+    async def changed(self, *, data: bool = True, timeout: float | None = None) -> bool:
+        """Wait for the next change (``data``: only a change of cluster data, not of source health
+        alone); True when one came, False after ``timeout`` seconds without one. Awaiters on any
+        event loop are woken, whichever thread applied the change."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        entry = (loop, future, data)
+        with self._cache_lock:
+            self._waiters.append(entry)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            with self._cache_lock:
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+        return True
 
     # -- reads ----------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
@@ -315,6 +341,11 @@ class Store:
 
     def health(self) -> dict[str, SourceHealth]:
         return dict(self._health)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():  # its waiter may have timed out or been cancelled meanwhile
+        future.set_result(None)
 
 
 def _status_text(text: str) -> str:

@@ -34,7 +34,9 @@ HOSTNAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-
 
 class WallSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rotate_s: Annotated[float, msgspec.Meta(ge=2, le=86_400)] = 15.0
+    """Seconds each view stays on screen."""
     views: list[WallView] = msgspec.field(default_factory=lambda: list(DEFAULT_WALL_VIEWS))
+    """Views in the order they rotate: "heatmap", "problems", "queue", "events", "pods"; one view: no rotation."""
 
     def __post_init__(self) -> None:
         if not self.views:
@@ -45,13 +47,21 @@ class WallSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class ServeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
+    """Address to listen on; loopback unless ``allow_remote = true``."""
     port: Annotated[int, msgspec.Meta(ge=1, le=65_535)] = 8765
+    """Port to listen on."""
     allow_actions: bool = False
+    """The browser app may act (else it is read-only, as without ``--allow-actions``); needs a token."""
     allow_remote: bool = False
+    """A non-loopback ``host`` is allowed (a token is then always required)."""
     max_sessions: Annotated[int, msgspec.Meta(ge=1, le=256)] = 4
+    """Browser sessions (app processes) at once; one more gets HTTP 503."""
     hostnames: list[str] = msgspec.field(default_factory=list)
+    """Host names besides the bound address, ``"hpc.example.org"`` or ``"name:port"`` (a reverse proxy's)."""
     token_file: str = ""
+    """The access token, from a file only its owner (or root) can read; empty: a random token per start."""
     require_token: bool = False
+    """A token even for a loopback read-only display (same as ``--token``)."""
 
     def __post_init__(self) -> None:
         if not self.host.strip():

@@ -24,14 +24,22 @@ from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
 class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """Alert thresholds; the ``[thresholds]`` table of the config file."""
 
-    gpu_temp_warn_c: Annotated[float, Meta(ge=0, le=200)] = 83.0  # bounds also reject NaN/inf
+    gpu_temp_warn_c: Annotated[float, Meta(ge=0, le=200)] = 83.0
+    """GPU temperature (°C) that is a warning; below ``gpu_temp_crit_c`` (bounds also reject NaN/inf)."""
     gpu_temp_crit_c: Annotated[float, Meta(ge=0, le=200)] = 88.0
+    """GPU temperature (°C) that is an error."""
     hbm_temp_warn_c: Annotated[float, Meta(ge=0, le=200)] = 90.0
-    gpu_power_warn_pct: Annotated[float, Meta(gt=0, le=1000)] = 98.0  # of the power limit
-    ecc_corrected_warn: Annotated[int, Meta(ge=1, le=2**62)] = 1000  # volatile corrected errors
+    """GPU memory (HBM) temperature (°C) that is a warning."""
+    gpu_power_warn_pct: Annotated[float, Meta(gt=0, le=1000)] = 98.0
+    """Power draw, in % of the power limit, that is a warning."""
+    ecc_corrected_warn: Annotated[int, Meta(ge=1, le=2**62)] = 1000
+    """Volatile corrected ECC errors that are a warning."""
     mount_slow_ms: Annotated[float, Meta(gt=0, le=3_600_000)] = 500.0
-    stale_factor: Annotated[float, Meta(ge=1, le=1000)] = 3.0  # a source is stale after this many missed intervals
-    flap_window_s: Annotated[float, Meta(ge=0, le=86_400)] = 600.0  # a cleared problem stays listed (recovered) this long
+    """A mount answering slower than this (ms) is slow."""
+    stale_factor: Annotated[float, Meta(ge=1, le=1000)] = 3.0
+    """A source is stale after this many missed intervals."""
+    flap_window_s: Annotated[float, Meta(ge=0, le=86_400)] = 600.0
+    """A cleared problem stays listed (recovered) this long."""
 
     def __post_init__(self) -> None:
         if self.gpu_temp_warn_c >= self.gpu_temp_crit_c:

@@ -8,8 +8,11 @@ commands against the cluster.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import msgspec
+
+from hpctui.model.output import NodeOutput
 
 
 class ActionKind(enum.StrEnum):
@@ -104,6 +107,25 @@ class PriorState(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defau
     set: bool = False  # already what the action makes it: drained, cordoned, held
 
 
+class CommandRun(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One run of a command action: its exact argv, where (``host``: over SSH), under which label."""
+
+    label: str  # node name (ssh; per-node local runs), job id, "ns/pod", or "local"
+    argv: tuple[str, ...]
+    host: str | None = None  # ssh: the node it runs on
+
+
+class CommandSpec(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """What a command action (a ``[[custom_actions]]`` entry) runs: every run's argv and how."""
+
+    runs: tuple[CommandRun, ...]
+    remote: bool = False  # True: each run on its host over SSH; False: here, no shell
+    timeout_s: float = 60.0  # per run
+    max_parallel: int = 32  # runs in flight at once
+    ssh_source: str | None = None  # whose connection settings (None: the first ssh source)
+    output_limit: int = 1 << 20  # bytes of output kept per run
+
+
 class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Everything a confirmation dialog needs, and everything the executor runs."""
 
@@ -127,6 +149,11 @@ class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     # Each requested target as it was before (hpctui.actions.plans.prior_states): shown in the
     # preview ("already drained by root 2h ago: ...") and kept in the audit record.
     previous: tuple[PriorState, ...] = ()
+    # The word to type instead of the bulk rule's (a dangerous custom action: "NAME-N"; the MIG plan: "mig-N").
+    word: str | None = None
+    # Why the plan may not run in read-only mode; None: it may (a custom action marked read_only_ok).
+    read_only_refusal: str | None = "read-only mode"
+    command: CommandSpec | None = None  # a command action's runs (hpctui.actions.custom)
 
     @property
     def already(self) -> tuple[PriorState, ...]:
@@ -148,7 +175,9 @@ class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
 
     @property
     def confirm_word(self) -> str | None:
-        """The word to type for bulk destructive actions, else None (y/n is enough)."""
+        """The word to type (the plan's own ``word``, else one for bulk destructive actions); None: y/n."""
+        if self.word is not None:
+            return self.word
         if self.destructive and len(self.targets) >= BULK_THRESHOLD:
             return f"{self.kind.value}-{len(self.targets)}"
         return None
@@ -182,10 +211,17 @@ class ActionResult(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     results: tuple[TargetResult, ...]  # one per target (with steps: merged over the steps)
     refused: str | None = None  # why the executor did not run it at all
     steps: tuple[StepResult, ...] = ()  # per step, when the plan has steps
+    audit_errors: tuple[str, ...] = ()  # records of this action not written (or written with a notice)
 
     @property
     def ok(self) -> bool:
         return self.refused is None and all(r.ok for r in self.results)
+
+
+# What a backend says while a plan runs: a line of text ("gpu01: evicted ns/pod") or, from a command
+# action, one run's output as it ends. Called from the event loop or a worker thread.
+ProgressItem = str | NodeOutput
+Progress = Callable[[ProgressItem], None]
 
 
 def split_targets(kind: ActionKind, expr: str) -> list[str]:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from hpctui.model.action import ActionPlan
 
 COMPUTE_SLICES = 7
 MEMORY_SLICES = 8
@@ -68,7 +72,9 @@ class MigLayoutSpec(msgspec.Struct, gc=False, kw_only=True, forbid_unknown_field
     value on GPU Operator nodes, so the operator's ConfigMap must define it too."""
 
     devices: dict[str, int]
+    """MIG profile → instances per GPU, e.g. ``{"3g.40gb" = 2}``; it must fit one GPU."""
     description: str = ""
+    """Shown in the wizard's layout list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,3 +322,57 @@ def gpus_from_params(params: Mapping[str, str], n_gpus: int) -> list[int]:
     if bad:
         raise LayoutError(f"gpus: no GPU {bad[0]} (the node has {n_gpus}: 0-{n_gpus - 1})")
     return sorted(set(out))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpus:
+    """What a MIG plan needs to know of one node: its GPU model, how many GPUs, which have MIG on."""
+
+    model: str | None
+    count: int
+    mig_on: Mapping[int, bool]  # GPU index -> MIG mode currently enabled
+
+
+def layout_plan(source: str, targets: Sequence[str], params: dict[str, str],
+                node_gpus: Callable[[str], NodeGpus | str], *, table_required: bool,
+                probe_first: bool = False, notes: tuple[str, ...] = ()) -> ActionPlan:
+    """The ``mig_reconfigure`` plan of a backend: per target, the layout checked against its GPU's
+    table, the GPUs chosen by ``params`` and the exact nvidia-smi commands (``ssh NODE …``).
+
+    ``node_gpus`` gives a node's GPUs or why there are none (the error, already naming the node).
+    ``table_required``: a GPU model without a known profile table is refused (the demo), else the
+    node's own ``-lgip`` list decides when the plan runs (SSH: ``probe_first`` shows that read)."""
+    from hpctui.model.action import ActionKind, ActionPlan
+
+    layout = layout_from_params(params)
+    names: list[str] = []
+    errors: list[str] = []
+    rejected: list[str] = []
+    commands: list[str] = []
+    for t in dict.fromkeys(targets):
+        gpus = node_gpus(t)
+        if isinstance(gpus, str):
+            rejected.append(t)
+            errors.append(gpus)
+            continue
+        fam = family(gpus.model)
+        if layout.enabled and (fam is not None or table_required):
+            problems = (check_profiles(layout.name, layout.profiles, TABLES[fam], fam) if fam is not None
+                        else [f"no MIG profile table for {gpus.model}"])
+            if problems:
+                rejected.append(t)
+                errors.extend(f"{t}: {p}" for p in problems)
+                continue
+        try:
+            idx = gpus_from_params(params, gpus.count)
+        except LayoutError as exc:
+            rejected.append(t)
+            errors.append(f"{t}: {exc}")
+            continue
+        names.append(t)
+        change = [i for i in idx if gpus.mig_on.get(i, False) != layout.enabled]
+        if probe_first:
+            commands.append(f"ssh {t} nvidia-smi mig -lgip   (profile ids of this GPU)")
+        commands += [f"ssh {t} {c}" for c in apply_commands(idx, layout.enabled, layout.profiles, change)]
+    return ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=source, targets=tuple(names), params=params,
+                      commands=tuple(commands), errors=tuple(errors), rejected_targets=tuple(rejected), notes=notes)

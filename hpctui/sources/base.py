@@ -15,7 +15,7 @@ from hpctui.model import SourceResult
 
 if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
-    from hpctui.model.action import ActionKind, ActionPlan, TargetResult
+    from hpctui.model.action import ActionKind, ActionPlan, Progress, TargetResult
 
 
 class SourceError(Exception):
@@ -51,4 +51,17 @@ class ActionBackend(Protocol):
 
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
         """Run a confirmed plan; one result per target, with the backend's own error text."""
+        ...
+
+
+@runtime_checkable
+class ReportingBackend(Protocol):
+    """An action backend that says what it does while a plan runs (per pod, per node, per command).
+
+    The executor calls :meth:`execute_reporting` instead of ``execute`` when its caller listens."""
+
+    name: str
+
+    async def execute_reporting(self, plan: ActionPlan, progress: Progress) -> tuple[TargetResult, ...]:
+        """``execute``, calling ``progress`` (from the loop or a worker thread) as it goes."""
         ...

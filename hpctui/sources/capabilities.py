@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from hpctui.model.accounting import AccountingInfo
+    from hpctui.model.action import CommandRun
     from hpctui.model.history import MetricHistory
+    from hpctui.model.output import NodeOutput
+    from hpctui.sources.base import ActionBackend
 
 
 @runtime_checkable
@@ -58,4 +63,43 @@ class MigReader(Protocol):
 
     async def read_mig(self, node: str) -> dict[int, tuple[bool, tuple[str, ...]]]:
         """GPU index → (MIG mode enabled, the GPU instance profiles present)."""
+        ...
+
+
+class RemoteCommands(Protocol):
+    """One batch of remote runs over a source's connections (a custom action's ``run = "ssh"``)."""
+
+    async def resolve(self, hosts: Sequence[str]) -> None:
+        """Look every host up before the runs start (ssh_config, jump hosts): one thread, in order."""
+        ...
+
+    async def run(self, run: CommandRun, timeout_s: float, limit: int) -> NodeOutput:
+        """Run one argv on ``run.host`` (each element quoted for the remote shell); never raises."""
+        ...
+
+    async def close(self) -> None:
+        """Close the batch's connections."""
+        ...
+
+
+@runtime_checkable
+class CommandRunner(Protocol):
+    """Runs commands on the nodes it reaches (an SSH source: with its connection settings)."""
+
+    name: str
+
+    def command_runner(self) -> RemoteCommands:
+        """A fresh batch of connections for one action run."""
+        ...
+
+
+@runtime_checkable
+class MigApplier(Protocol):
+    """Can change a node's MIG layout: its :meth:`mig_backend` plans and applies ``mig_reconfigure``."""
+
+    name: str
+    kind: str  # the source kind: the MIG plan routes by it (demo, k8s for GPU Operator nodes, ssh)
+
+    def mig_backend(self) -> ActionBackend:
+        """The backend that applies a layout on this source's nodes."""
         ...

@@ -1,9 +1,14 @@
-"""The one table of source kinds: ``kind`` → settings struct → builder.
+"""The one table of source kinds: ``kind`` → settings struct → builder → abilities.
 
 Config validation, the runtime and the CLI all read this table, so a new source
 (SSH, Kubernetes, Prometheus, NVML) adds one :class:`SourceKind` entry here and
 its own package, and touches nothing else. Builders import their source lazily:
 validating a config must not import asyncssh, kubernetes or pynvml.
+
+Each entry names the capability Protocols (:mod:`hpctui.sources.capabilities`, and
+:class:`~hpctui.sources.base.ActionBackend`) its sources provide; a test builds every
+kind from its default settings and checks ``isinstance`` against exactly that list.
+Callers still ask the built source (``isinstance``), never the kind.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.sources.alertmanager.settings import AlertmanagerSettings, build_alertmanager_source
+from hpctui.sources.base import ActionBackend
+from hpctui.sources.capabilities import AccountingProvider, HistoryProvider, MigReader, PodInspector
 from hpctui.sources.demo.settings import DemoSettings, build_demo_source
 from hpctui.sources.k8s.settings import K8sSettings, build_k8s_source
 from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
@@ -42,39 +49,50 @@ class SourceContext:
     snapshot: Callable[[], ClusterSnapshot | None] = field(default=lambda: None)
 
 
+# Every ability a source may declare in ``provides``: the capability Protocols and ActionBackend.
+CAPABILITIES: tuple[type, ...] = (ActionBackend, HistoryProvider, PodInspector, AccountingProvider, MigReader)
+
+
 @dataclass(frozen=True)
 class SourceKind:
+    """One source kind: its config ``kind`` string, settings struct, builder and abilities.
+
+    ``build`` never connects (it only constructs; the first ``collect`` does I/O).
+    ``provides`` lists the :data:`CAPABILITIES` every source of this kind satisfies
+    with ``isinstance``, and no others.
+    """
+
     kind: str
     settings_type: type[msgspec.Struct]
     build: Callable[[Any, SourceContext], Source]
     summary: str
+    provides: tuple[type, ...] = ()
 
 
 def _entry(kind: str, settings_type: type[msgspec.Struct], build: Callable[[Any, SourceContext], Source],
-           summary: str) -> tuple[str, SourceKind]:
-    return kind, SourceKind(kind, settings_type, build, summary)
+           summary: str, provides: tuple[type, ...] = ()) -> tuple[str, SourceKind]:
+    return kind, SourceKind(kind, settings_type, build, summary, provides)
 
 
 SOURCE_KINDS: dict[str, SourceKind] = dict([
-    _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster"),
+    _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster",
+           (ActionBackend, AccountingProvider)),
     _entry("nvml", NvmlSettings, lambda s, _ctx: build_nvml_source(s), "this host's GPUs through NVML (pynvml)"),
-    _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm"),
-    _entry("k8s", K8sSettings, build_k8s_source, "Kubernetes API: nodes, pods, Warning events; cordon/drain/MIG"),
+    _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm",
+           (ActionBackend, AccountingProvider)),
+    _entry("k8s", K8sSettings, build_k8s_source, "Kubernetes API: nodes, pods, Warning events; cordon/drain/MIG",
+           (ActionBackend, PodInspector)),
     _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
     _entry("prometheus", PrometheusSettings, build_prometheus_source,
-           "dcgm-exporter and node_exporter metrics from a Prometheus server"),
+           "dcgm-exporter and node_exporter metrics from a Prometheus server", (HistoryProvider,)),
     _entry("alertmanager", AlertmanagerSettings, build_alertmanager_source,
-           "the site's Alertmanager: firing alerts as findings, silences listed, set and expired as actions"),
+           "the site's Alertmanager: firing alerts as findings, silences listed, set and expired as actions",
+           (ActionBackend,)),
 ])
-
-# Kinds that are known to be coming: a config naming one gets "not implemented in this
-# version" instead of "unknown kind". Each source that lands moves its name to SOURCE_KINDS.
-PLANNED_SOURCE_KINDS: tuple[str, ...] = tuple(
-    k for k in ("k8s", "ssh", "prometheus", "nvml") if k not in SOURCE_KINDS
-)
 
 
 def lookup(kind: str) -> SourceKind | None:
+    """The registry entry of a config ``kind`` string; None for an unknown kind."""
     return SOURCE_KINDS.get(kind)
 
 

@@ -28,9 +28,9 @@ from textual.widgets import Input
 
 from hpctui.core import signals
 from hpctui.core.runtime import Runtime
-from hpctui.ui.keys import GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.literal import escape_markup
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
+from hpctui.ui.registry import GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
 from hpctui.ui.subject import act_on_subject, subject_bindings
@@ -83,8 +83,9 @@ class HpcApp(App[None]):
         self._clock: Timer | None = None
         self._held_keys: list[events.Key] | None = None  # see hold_keys
         self._framed: weakref.WeakKeyDictionary[Screen[object], Widget | None] = weakref.WeakKeyDictionary()
-        self.dashboard = DashboardScreen(runtime, wall=wall, actions_enabled=not self.read_only)
-        self.custom_key_error = self._bind_custom_keys()
+        self.custom_key_error: str | None = None  # a custom action's key taken on its pane: none bound
+        self.dashboard_class = self._custom_keys_dashboard()
+        self.dashboard = self.dashboard_class(runtime, wall=wall, actions_enabled=not self.read_only)
         if wall:
             self.use_command_palette = False  # the palette lists actions and views: not on a wall
 
@@ -400,20 +401,20 @@ class HpcApp(App[None]):
         self.push_screen(JobDetailScreen(self.runtime, message.job))
 
     # -- custom actions ([[custom_actions]]: hpctui.actions.custom) ----------------------------
-    def _bind_custom_keys(self) -> str | None:
-        """Bind each custom action's key on its scope's pane; the error if a key is taken."""
-        from hpctui.ui.keys import CustomKeyError
-        from hpctui.ui.screens.custom_result import bind_custom_keys
+    def _custom_keys_dashboard(self) -> type[DashboardScreen]:
+        """The dashboard class binding each custom action's key on its scope's pane
+        (hpctui.ui.custom_keys); the plain one on a wall, or with ``custom_key_error`` set when a
+        key is taken (then no custom key is bound)."""
+        from hpctui.ui.custom_keys import dashboard_class
+        from hpctui.ui.registry import CustomKeyError
 
         if self.wall or not self.runtime.custom_actions:
-            return None
-        panes: dict[str, Widget] = {"heatmap": self.dashboard.heatmap, "queue": self.dashboard.queue_pane.table,
-                                    "pods": self.dashboard.pods_pane.table}
+            return DashboardScreen
         try:
-            bind_custom_keys(panes, self.runtime.custom_actions)
+            return dashboard_class(self.runtime.custom_actions)
         except CustomKeyError as exc:
-            return str(exc)
-        return None
+            self.custom_key_error = str(exc)
+            return DashboardScreen
 
     def custom_targets(self, scope: str) -> tuple[str, ...]:
         """The selection a custom action of ``scope`` acts on: marked (or cursor) nodes, jobs, pods."""
@@ -441,7 +442,7 @@ class HpcApp(App[None]):
         if not chosen:
             self.notify(f"{name}: nothing selected ({action.scope})", severity="warning")
             return False
-        run = new_run(self.runtime, name, chosen)
+        run = new_run(self.runtime.port, name, chosen)
 
         def confirmed(go: bool | None) -> None:
             if go:

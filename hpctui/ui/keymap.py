@@ -14,7 +14,7 @@ import string
 from textual.keys import Keys, _character_to_key
 
 from hpctui.core.config import ConfigError
-from hpctui.ui.keys import ALL_KEYS
+from hpctui.ui.registry import ALL_KEYS
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
 _NAMED = frozenset(k.value for k in Keys) | frozenset(

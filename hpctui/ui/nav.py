@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.app import SystemCommand
@@ -13,7 +14,7 @@ from textual.screen import Screen
 
 from hpctui.ui.breadcrumb import Breadcrumb, crumbs, screen_crumb
 from hpctui.ui.commands import COMMANDS, Command, parse
-from hpctui.ui.keys import ALL_KEYS
+from hpctui.ui.registry import BY_ID, PALETTE_KEYS, display_key, in_palette
 
 if TYPE_CHECKING:
     from hpctui.ui.app import HpcApp
@@ -87,8 +88,6 @@ async def run_command(app: HpcApp, text: str) -> None:
 async def switch_cluster(app: HpcApp, name: str) -> bool:
     """Stop this cluster's runtime (its pollers), build and start the other one's (its own
     sources, store, health), and show it on a fresh dashboard. False (and a notice) if not."""
-    from hpctui.ui.screens.dashboard import DashboardScreen
-
     if name == app.runtime.cluster:
         app.notify(f"already on cluster {name}", timeout=2)
         return False
@@ -114,7 +113,7 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
     await old.stop()
     app.runtime = runtime
     app.read_only = runtime.read_only or app.wall
-    dashboard = DashboardScreen(runtime, wall=app.wall, actions_enabled=not app.read_only)
+    dashboard = app.dashboard_class(runtime, wall=app.wall, actions_enabled=not app.read_only)  # custom keys too
     await app.pop_screen()  # the old dashboard goes first: the new one takes its id
     await app.push_screen(dashboard)
     app.dashboard = dashboard
@@ -132,7 +131,8 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
 
 
 def palette_commands(app: HpcApp, screen: Screen[object]) -> Iterable[SystemCommand]:
-    """hpctui's own entries for ctrl+p: `:` commands, the focused pane's keys, our themes."""
+    """hpctui's own entries for ctrl+p, all from the action registry but the themes: the `:`
+    commands, the app-wide keys of PALETTE_KEYS, our themes, the focused pane's keys."""
     for command in COMMANDS:
         if command.arg == "cluster":
             names = app.clusters.names if app.clusters is not None else []
@@ -143,20 +143,20 @@ def palette_commands(app: HpcApp, screen: Screen[object]) -> Iterable[SystemComm
             continue
         yield SystemCommand(f":{command.name}", command.description,
                             lambda c=command.name: app.call_later(app.run_command, c))
-    yield SystemCommand("Refresh now", "Poll every source now (r)", app.action_refresh_now)
-    yield SystemCommand("Go to…", "Select a node, job, pod or hostlist by name (g)", app.action_go_to)
-    yield SystemCommand("Keys", "Every key and command (?)", app.action_help)
+    for binding_id, title, what in PALETTE_KEYS:  # app-wide keys by name, with their key
+        spec = BY_ID[binding_id]
+        yield SystemCommand(title, f"{what} ({display_key(spec, app.keymap)})",
+                            partial(app.run_action, spec.action))
     for name in app.theme_names:
         yield SystemCommand(f"Theme: {name}", "Switch to this hpctui theme (t cycles)",
                             lambda n=name: setattr(app, "theme", n))
     # The focused pane's own keys (drain, hold, logs, …): what its footer offers, by description.
     seen: set[str] = set()
-    descriptions = {spec.id: spec.description for spec in ALL_KEYS}
     for key, active in screen.active_bindings.items():
         binding = active.binding
-        if not active.enabled or not binding.description or binding.id is None or binding.id not in descriptions:
+        if not active.enabled or not binding.description or not in_palette(binding.id):
             continue
-        if binding.id.startswith(("app.", "move.", "stack.")) or binding.description in seen:
+        if binding.description in seen:
             continue
         seen.add(binding.description)
         node = active.node

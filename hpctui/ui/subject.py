@@ -17,7 +17,7 @@ from textual.binding import Binding, BindingType
 
 from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import HostlistError, collect, expand
-from hpctui.ui.keys import ACTION_KEYS, HEATMAP_VIEW_KEYS, JOB_ACTION_KEYS, MIG_KEYS, KeySpec
+from hpctui.ui.registry import ACTION_KEYS, HEATMAP_VIEW_KEYS, JOB_ACTION_KEYS, MIG_KEYS, ActionSpec
 
 if TYPE_CHECKING:
     from hpctui.model import Pod, SlurmJob
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 # Keys that act on the subject from any pane: the node and job action keys, the MIG wizard, charts.
 # A key two scopes share (R: requeue the job / the node's jobs) is bound once, to the first spec.
-SUBJECT_KEYS: tuple[KeySpec, ...] = tuple(
+SUBJECT_KEYS: tuple[ActionSpec, ...] = tuple(
     {s.key: s for s in reversed((*ACTION_KEYS, *MIG_KEYS, *(s for s in HEATMAP_VIEW_KEYS
                                                            if s.id == "heatmap.charts")))}.values())
 JOB_ONLY = frozenset(s.id for s in JOB_ACTION_KEYS)

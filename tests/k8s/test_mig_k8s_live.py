@@ -58,7 +58,7 @@ async def _wizard(lab: K8sLab, tmp_path: Path, final: str) -> tuple[MigWorkflow,
     helper.start()
     try:
         await rt.collect_once()
-        wf = MigWorkflow(rt, ["gpu07"], "all-1g", poll_s=0.5, verify_timeout_s=60)
+        wf = MigWorkflow(rt.port, ["gpu07"], "all-1g", poll_s=0.5, verify_timeout_s=60)
         assert wf.prepare(), wf.errors
         assert wf.routes[0].how == "k8s" and wf.routes[0].params() == {"layout": "all-1g.10gb"}
         ok = await wf.run(wf.confirm_word)

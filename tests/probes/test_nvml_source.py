@@ -13,7 +13,7 @@ from hpctui.core.config import ConfigError, parse_config, source_settings
 from hpctui.sources.base import SourceError
 from hpctui.sources.nvml.settings import NvmlSettings
 from hpctui.sources.nvml.source import NvmlSource
-from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS, build_source
+from hpctui.sources.registry import SOURCE_KINDS, build_source
 
 
 async def test_gpus_mig_nvlink_processes_and_lost_gpu():
@@ -91,7 +91,7 @@ async def test_real_pynvml_without_a_driver_fails_cleanly():
 
 
 def test_nvml_is_a_registered_kind_with_validated_settings():
-    assert "nvml" in SOURCE_KINDS and "nvml" not in PLANNED_SOURCE_KINDS
+    assert "nvml" in SOURCE_KINDS
     config = parse_config({"clusters": {"here": {"sources": [{"kind": "nvml", "node": "gpu01", "interval_s": 1}]}}})
     settings = source_settings(config, "here", 0)
     assert isinstance(settings, NvmlSettings) and settings.node == "gpu01"

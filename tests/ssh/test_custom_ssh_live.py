@@ -11,10 +11,12 @@ import msgspec
 import pytest
 from sshbed import SshBed
 
+from hpctui.actions.audit import AuditLog
 from hpctui.actions.custom import CustomActionSettings, CustomRun, plan_custom
 from hpctui.actions.fold import fold, render
 from hpctui.core.runtime import demo_runtime
 from hpctui.sources.ssh.settings import SshSettings
+from hpctui.sources.ssh.source import SshSource
 
 pytestmark = pytest.mark.live
 
@@ -48,7 +50,7 @@ async def _run(tmp_path: Path, bed: SshBed, action: CustomActionSettings, target
     plan = plan_custom(action, targets, None)
     assert plan.runnable, plan.errors
     seen: list[int] = []
-    run = CustomRun(rt, plan, True, ssh=_settings(bed), on_update=lambda r: seen.append(len(r.outputs)))
+    run = CustomRun(rt.port, plan, True, ssh=SshSource(_settings(bed)), on_update=lambda r: seen.append(len(r.outputs)))
     await run.start()
     assert seen[-1] == len(plan.invocations)  # one update per node as it answered
     return run
@@ -74,7 +76,7 @@ async def test_ssh_run_folds_by_output_and_lists_failures_apart(ssh_bed: SshBed,
     text = render(run.result.outputs)
     assert text.startswith("---------------- node[0001-0002,0004,0009-0010,0012] (6) ----------------\nrack A\n")
     assert "FAILED node0031 (1): timed out after 3 s" in text
-    outcome = run.runtime.executor.audit.read()[-1]  # type: ignore[union-attr]
+    outcome = AuditLog(tmp_path / "audit.jsonl").read()[-1]  # written by the executor
     assert outcome["custom"]["folds"][0]["nodes"] == "node[0001-0002,0004,0009-0010,0012]"
     assert {f["nodes"] for f in outcome["custom"]["failed"]} >= {"node0003", "node0031"}
 

@@ -47,7 +47,7 @@ async def test_wizard_applies_and_verifies_over_ssh(ssh_bed: SshBed, tmp_path: P
     a, b = ssh_bed.nodes[0].name, ssh_bed.nodes[1].name
     try:
         assert len(rt.store.snapshot().gpus[a]) == 8
-        wf = MigWorkflow(rt, [a], "all-balanced", "2,3", poll_s=0.5, verify_timeout_s=60)
+        wf = MigWorkflow(rt.port, [a], "all-balanced", "2,3", poll_s=0.5, verify_timeout_s=60)
         assert wf.prepare(), wf.errors
         assert wf.routes[0].how == "ssh"
         assert wf.step("idle").status is Status.OK  # the shim's processes sit on GPUs 0 and 1
@@ -60,16 +60,17 @@ async def test_wizard_applies_and_verifies_over_ssh(ssh_bed: SshBed, tmp_path: P
         seen = await backend.read_mig(a)  # type: ignore[attr-defined]
         assert seen[2] == seen[3] == (True, ("1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"))
         assert seen[0] == (False, ()) and seen[4] == (False, ())
-        assert any("$ nvidia-smi mig -i 2 -cgi 9,14,19,19 -C → 0" in p for p in backend.progress)  # ids from -lgip
+        # ids from -lgip; the backend's progress reaches the apply step as it runs
+        assert any("$ nvidia-smi mig -i 2 -cgi 9,14,19,19 -C → 0" in p for p in wf.step("apply").detail)
 
         # back to whole GPUs: CI, GI destroyed, mode off, reset
-        wf2 = MigWorkflow(rt, [a], "all-disabled", "2,3", poll_s=0.5, verify_timeout_s=60)
+        wf2 = MigWorkflow(rt.port, [a], "all-disabled", "2,3", poll_s=0.5, verify_timeout_s=60)
         assert wf2.prepare() and await wf2.run(wf2.confirm_word)
         seen = await wf2.routes[0].backend.read_mig(a)  # type: ignore[attr-defined]
         assert seen[2] == seen[3] == (False, ())
 
         # a failing -cgi: the step names the GPU, the record says so
-        wf3 = MigWorkflow(rt, [b], "all-7g", "3", poll_s=0.5, verify_timeout_s=60)
+        wf3 = MigWorkflow(rt.port, [b], "all-7g", "3", poll_s=0.5, verify_timeout_s=60)
         assert wf3.prepare() and not await wf3.run(wf3.confirm_word)
         assert wf3.step("apply").status is Status.FAILED
         assert any("apply failed on GPU 3: nvidia-smi mig -i 3 -cgi 0 -C: Unable to create a GPU instance"

@@ -11,14 +11,14 @@ import pytest
 
 from hpctui.core.config import ConfigError, load_config, source_settings
 from hpctui.model.hostlist import HostlistError
-from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
+from hpctui.sources.registry import SOURCE_KINDS
 from hpctui.sources.ssh.pool import describe_error, parse_jump, raise_nofile_limit
 from hpctui.sources.ssh.settings import SshSettings
 from hpctui.sources.ssh.targets import Resolver, select_nodes
 
 
 def test_registry_and_config(tmp_path: Path) -> None:
-    assert "ssh" in SOURCE_KINDS and "ssh" not in PLANNED_SOURCE_KINDS
+    assert "ssh" in SOURCE_KINDS
     path = tmp_path / "config.toml"
     path.write_text('[clusters.lab]\n[[clusters.lab.sources]]\nkind = "ssh"\nnodes = "gpu[001-004]"\n'
                     'host = "{node}-mgmt.lab"\n[clusters.lab.sources.probe]\nexpected_mounts = ["/lustre"]\n')

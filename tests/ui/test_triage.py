@@ -193,10 +193,10 @@ async def test_dialog_runs_once_and_cannot_be_closed_mid_action(make_runtime: Ca
         gate = asyncio.Event()
         original = runtime.executor.execute
 
-        async def slow_execute(plan, *, confirmation):  # type: ignore[no-untyped-def]
+        async def slow_execute(plan, *, confirmation, **more):  # type: ignore[no-untyped-def]
             started.append(1)
             await gate.wait()
-            return await original(plan, confirmation=confirmation)
+            return await original(plan, confirmation=confirmation, **more)
 
         runtime.executor.execute = slow_execute  # type: ignore[method-assign]
         await pilot.press("u")

@@ -5,55 +5,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hpctui.model.action import ActionKind, ActionPlan, TargetResult
-from hpctui.model.mig_layouts import (
-    TABLES,
-    LayoutError,
-    apply_commands,
-    check_profiles,
-    family,
-    gpus_from_params,
-    layout_from_params,
-)
+from hpctui.model.action import ActionPlan, TargetResult
+from hpctui.model.mig_layouts import NodeGpus, gpus_from_params, layout_from_params, layout_plan
 
 if TYPE_CHECKING:
     from hpctui.sources.demo.source import DemoSource
 
 
 def plan_mig(src: DemoSource, targets: tuple[str, ...], params: dict[str, str]) -> ActionPlan:
+    """The demo's plan: the simulated node's GPUs, checked against the built-in profile tables."""
     sim = src.sim
-    layout = layout_from_params(params)
-    names: list[str] = []
-    errors: list[str] = []
-    rejected: list[str] = []
-    commands: list[str] = []
-    for t in dict.fromkeys(targets):
+
+    def node_gpus(t: str) -> NodeGpus | str:
         spec = sim.topo.by_name.get(t)
         if spec is None or not spec.n_gpus:
-            rejected.append(t)
-            errors.append(f"unknown node {t!r}" if spec is None else f"{t} has no GPUs")
-            continue
-        fam = family(spec.gpu_model)
-        if layout.enabled:
-            problems = check_profiles(layout.name, layout.profiles, TABLES[fam], fam) if fam else [
-                f"{t}: no MIG profile table for {spec.gpu_model}"]
-            if problems:
-                rejected.append(t)
-                errors.extend(f"{t}: {p}" for p in problems)
-                continue
-        try:
-            gpus = gpus_from_params(params, spec.n_gpus)
-        except LayoutError as exc:
-            rejected.append(t)
-            errors.append(f"{t}: {exc}")
-            continue
-        names.append(t)
+            return f"unknown node {t!r}" if spec is None else f"{t} has no GPUs"
         current = sim.mig.get(t, [])
-        change = [i for i in gpus if (current[i] is not None) != layout.enabled]
-        commands += [f"ssh {t} {c}" for c in apply_commands(gpus, layout.enabled, layout.profiles, change)]
-    return ActionPlan(kind=ActionKind.MIG_RECONFIGURE, source=src.name, targets=tuple(names), params=params,
-                      commands=tuple(commands), errors=tuple(errors), rejected_targets=tuple(rejected),
-                      notes=(src.note,))
+        return NodeGpus(spec.gpu_model, spec.n_gpus, {i: current[i] is not None for i in range(len(current))})
+
+    return layout_plan(src.name, targets, params, node_gpus, table_required=True, notes=(src.note,))
 
 
 def execute_mig(src: DemoSource, plan: ActionPlan, t: float) -> tuple[TargetResult, ...]:

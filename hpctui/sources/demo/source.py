@@ -143,6 +143,10 @@ class DemoSource:
     def action_kinds(self) -> frozenset[ActionKind]:
         return SUPPORTED
 
+    def mig_backend(self) -> DemoSource:
+        """MigApplier: the demo applies layouts itself (the simulated GPUs take them after a delay)."""
+        return self
+
     def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
              snapshot: ClusterSnapshot) -> ActionPlan:
         """Validate against the sim (the snapshot may be a tick old) and spell out the real commands."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpctui.base.sanitize import clean_text
 from hpctui.model import ClusterSnapshot, Pod
-from hpctui.model.action import ActionKind, ActionPlan, TargetResult
+from hpctui.model.action import ActionKind, ActionPlan, Progress, TargetResult
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.client import K8sError, q
 from hpctui.sources.k8s.names import PodTargetError, pod_problem, split_pod_target
@@ -70,12 +70,17 @@ class K8sActions:
     def __init__(self) -> None:
         self._eviction_gv: str | None = None
         self._gv_lock = threading.Lock()
-        self.progress: list[str] = []  # per-pod progress lines of the running/last action (tests, UI)
+        self.progress: list[str] = []  # per-pod progress lines of the running/last action (its own log)
+        self._listening = threading.local()  # the progress callback of the plan this worker thread runs
         self._k8s_names: dict[str, str] = {}  # snapshot (Slurm-side) node name -> K8s node name
 
     @property
     def action_kinds(self) -> frozenset[ActionKind]:
         return K8S_KINDS
+
+    def mig_backend(self) -> K8sActions:
+        """MigApplier: the GPU Operator's ``nvidia.com/mig.config`` label, followed to its state."""
+        return self
 
     # -- plan (pure) ------------------------------------------------------------------
     def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
@@ -211,8 +216,20 @@ class K8sActions:
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
         return await asyncio.to_thread(self._execute, plan)
 
-    def _execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+    async def execute_reporting(self, plan: ActionPlan, progress: Progress) -> tuple[TargetResult, ...]:
+        """``execute``, telling ``progress`` (from the worker thread) each pod evicted, each node cordoned."""
+        return await asyncio.to_thread(self._execute, plan, progress)
+
+    def _say(self, line: str) -> None:
+        """One progress line: kept in ``progress`` and told to the plan's listener, if any."""
+        self.progress.append(line)
+        listener: Progress | None = getattr(self._listening, "progress", None)
+        if listener is not None:
+            listener(line)
+
+    def _execute(self, plan: ActionPlan, progress: Progress | None = None) -> tuple[TargetResult, ...]:
         self.progress = []
+        self._listening.progress = progress
         results: list[TargetResult] = []
         for target in plan.targets:
             kn = self._k8s_name(plan, target)
@@ -257,7 +274,7 @@ class K8sActions:
         grace = _int_param(plan.params, "grace_period_s", self.settings.drain_grace_period_s, errors)
         timeout = _int_param(plan.params, "timeout_s", self.settings.drain_timeout_s, errors)
         self._cordon(target, kn, True)
-        self.progress.append(f"{target}: cordoned")
+        self._say(f"{target}: cordoned")
         pods, _ = self.client.list_all("/api/v1/pods", query={"fieldSelector": f"spec.nodeName={kn}"},
                                        resource="pods")
         gv = self.eviction_version()
@@ -270,7 +287,7 @@ class K8sActions:
                 continue
             if p.daemonset or p.mirror:
                 skipped.append(f"{p.namespace}/{p.name} ({'DaemonSet' if p.daemonset else 'mirror'})")
-                self.progress.append(f"{target}: skip {p.namespace}/{p.name}")
+                self._say(f"{target}: skip {p.namespace}/{p.name}")
             elif p.phase in ("Succeeded", "Failed") or p.reason == "Terminating":
                 pending.append((p.namespace, p.name))  # evict anyway: kubectl drain removes finished pods too
             else:
@@ -296,14 +313,14 @@ class K8sActions:
                     if exc.status == 429:
                         blocked.append((ns, name))
                         failed[key] = f"429 {exc.message}"
-                        self.progress.append(f"{target}: {key} blocked (429), retrying")
+                        self._say(f"{target}: {key} blocked (429), retrying")
                         continue
                     failed[key] = exc.describe()
-                    self.progress.append(f"{target}: {key} failed: {exc.describe()}")
+                    self._say(f"{target}: {key} failed: {exc.describe()}")
                     continue
                 failed.pop(key, None)
                 evicted.append(key + (" (already gone)" if status == 404 else ""))
-                self.progress.append(f"{target}: evicted {key}")
+                self._say(f"{target}: evicted {key}")
             pending = blocked
             if pending and time.monotonic() + self.settings.drain_retry_s > deadline:
                 for ns, name in pending:
@@ -328,7 +345,7 @@ class K8sActions:
         meta = doc.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
         state = (meta.get("labels") or {}).get(convert.MIG_STATE)
-        self.progress.append(f"{target}: {convert.MIG_CONFIG}={layout} set; state {state}")
+        self._say(f"{target}: {convert.MIG_CONFIG}={layout} set; state {state}")
         seen = [state]
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -352,7 +369,7 @@ class K8sActions:
                     new = labels.get(convert.MIG_STATE)
                     if new != seen[-1]:
                         seen.append(new)
-                        self.progress.append(f"{target}: {convert.MIG_STATE}={new}")
+                        self._say(f"{target}: {convert.MIG_STATE}={new}")
                     if new in MIG_DONE and len(seen) > 1:
                         path = " → ".join(str(s) for s in seen)
                         return TargetResult(target=target, ok=new == "success",

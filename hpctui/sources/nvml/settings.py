@@ -14,11 +14,17 @@ if TYPE_CHECKING:
 
 class NvmlSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = "nvml"
+    """The source's name, as the status line, ``precedence`` and ``ssh_source`` name it."""
     interval_s: float = 2.0
-    node: str | None = None  # the node name its GPUs belong to; default: this host's short name
-    processes: bool = True  # who runs on each GPU (user, command, Slurm job / pod from /proc)
+    """Seconds between reads."""
+    node: str | None = None
+    """The node these GPUs belong to; default: this host's short name."""
+    processes: bool = True
+    """Who runs on each GPU (user, command, Slurm job / pod from ``/proc``)."""
     nvlink: bool = True
-    xid_events: bool = True  # NVML Xid critical-error events, polled without waiting
+    """NVLink state and error counters."""
+    xid_events: bool = True
+    """NVML Xid critical-error events, polled without waiting."""
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0:

@@ -14,42 +14,71 @@ if TYPE_CHECKING:
 
 class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = "prometheus"
-    url: str = "http://127.0.0.1:9090"  # base URL; /api/v1/query is appended
+    """The source's name, as the status line, ``precedence`` and ``ssh_source`` name it."""
+    url: str = "http://127.0.0.1:9090"
+    """Base URL; ``/api/v1/query`` is appended."""
     interval_s: float = 5.0
-    timeout_s: float = 10.0  # one HTTP request (connect + answer)
-    scrape_interval_s: float = 15.0  # of the exporters' jobs: data older than 3× this is stale
+    """Seconds between refreshes."""
+    timeout_s: float = 10.0
+    """Limit of one HTTP request (connect + answer)."""
+    scrape_interval_s: float = 15.0
+    """The exporters' scrape interval: data older than 3× this is shown stale."""
     # Auth. The token is read from a file or an environment variable, never from the config text,
     # and never printed (errors name the file or variable, not the value).
     bearer_token_file: str | None = None
+    """File holding the bearer token (read at start, never printed)."""
     bearer_token_env: str | None = None
+    """Environment variable holding the bearer token (not with ``bearer_token_file``)."""
     basic_user: str | None = None
+    """HTTP basic auth user (not with a bearer token)."""
     basic_password_file: str | None = None
+    """File holding the basic auth password."""
     basic_password_env: str | None = None
-    ca_file: str | None = None  # PEM bundle for https:// with a private CA
+    """Environment variable holding the basic auth password."""
+    ca_file: str | None = None
+    """PEM bundle for ``https://`` with a private CA."""
     verify_tls: bool = True
+    """Verify the server's certificate (false is not advised)."""
     # Node names: the first non-empty of these labels, then the rewrite rule, then the cluster's node_map.
     node_labels: list[str] = msgspec.field(default_factory=lambda: ["Hostname", "hostname", "instance"])
-    node_pattern: str = r"^([^:]+)"  # regex matched against the label value (default: strip ":port")
-    node_replace: str = r"\1"  # expansion of the match (re.Match.expand)
-    # Extra label matchers per exporter, e.g. 'job="dcgm-exporter"' (PromQL, without braces)
+    """The first non-empty of these labels names the node (then ``node_pattern``, then the cluster's
+    ``node_map``)."""
+    node_pattern: str = r"^([^:]+)"
+    """Regex matched against the label value (default: strip ``:port``)."""
+    node_replace: str = r"\1"
+    """Expansion of the match (``re.Match.expand``)."""
     dcgm_selector: str = ""
+    """Extra label matchers for dcgm-exporter series, e.g. ``job="dcgm-exporter"`` (PromQL, without braces)."""
     node_selector: str = ""
+    """Extra label matchers for node_exporter series, e.g. ``job="node"``."""
     gpus: bool = True
+    """GPUs from dcgm-exporter."""
     ib: bool = True
+    """InfiniBand ports from node_exporter."""
     resources: bool = True
-    mounts: list[str] = msgspec.field(default_factory=list)  # mount points read from node_filesystem_*
-    rate_window_s: float = 60.0  # rate() window for CPU, disk, network, NVLink bandwidth
-    delta_window_s: float = 300.0  # increase() window for IB / NVLink error counters ("rising" = rose in it)
-    keep_stale_s: float = 600.0  # a node gone from Prometheus keeps its last values (marked stale) this long
-    history_window_s: float = 3600.0  # range query window when a node is opened
-    exporter_pod_pattern: str = "dcgm-exporter"  # `pod` labels naming the exporter itself are not workload
+    """Load, CPU, memory, disks and NICs from node_exporter."""
+    mounts: list[str] = msgspec.field(default_factory=list)
+    """Mount points read from ``node_filesystem_*``."""
+    rate_window_s: float = 60.0
+    """``rate()`` window for CPU, disk, network, NVLink bandwidth."""
+    delta_window_s: float = 300.0
+    """``increase()`` window for IB / NVLink error counters ("rising" = rose in it)."""
+    keep_stale_s: float = 600.0
+    """A node gone from Prometheus keeps its last values (marked stale) this long."""
+    history_window_s: float = 3600.0
+    """Range query window when a node is opened."""
+    exporter_pod_pattern: str = "dcgm-exporter"
+    """``pod`` labels matching this name the exporter itself, not a workload."""
     max_parallel_queries: int = 8
+    """Queries in flight at once."""
     # Bounds on one answer (issue #19 §5). 64 MiB holds ~370k aggregated series (~180 B each in
     # JSON): the largest query (DCGM profiling metrics by GPU) of a 4,096-node, 8-GPU cluster with
     # 10 profiling metrics is ~330k series / ~58 MB. Decoded, a series costs ~700 B, so the series
     # cap keeps one decoded answer near 350 MB even when the series are tiny.
     max_answer_mib: int = 64
+    """Largest answer read, 1–4096 MiB; one past it is refused, saying so."""
     max_series: int = 500_000
+    """Most series in one answer; one past it is refused, saying so."""
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.scrape_interval_s <= 0:

@@ -19,24 +19,39 @@ BackendName = Literal["auto", "cli", "rest", "pyslurm"]
 
 class SlurmSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: Annotated[str, Meta(min_length=1, max_length=64)] = "slurm"
+    """The source's name, as the status line, ``precedence`` and ``ssh_source`` name it."""
     backend: BackendName = "auto"
+    """auto (pyslurm when it matches the running Slurm, else slurmrestd when ``rest_url`` is set, else the CLI),
+    cli, rest or pyslurm."""
     # bounds also reject NaN and ±inf: interval ≥ 0.5 s (no busy loop), timeout ≤ 300 s (no hang)
     interval_s: Annotated[float, Meta(ge=0.5, le=3600)] = 5.0
-    timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0  # hard limit for one CLI call / HTTP request
-    slurm_conf: str | None = None  # exported as SLURM_CONF to the CLI tools
-    bin_dir: str | None = None  # put first on PATH for the CLI tools
-    rest_url: str | None = None  # "unix:///run/slurmrestd.sock" or "http://127.0.0.1:6820"
-    rest_version: str | None = None  # e.g. "v0.0.38"; None = discover from /openapi/v3
-    jwt: str | None = None  # token; else env SLURM_JWT, else `scontrol token` if jwt_from_scontrol
-    jwt_user: str | None = None  # X-SLURM-USER-NAME; default: the current user
+    """Seconds between refreshes."""
+    timeout_s: Annotated[float, Meta(gt=0, le=300)] = 10.0
+    """Hard limit of one CLI call / HTTP request."""
+    slurm_conf: str | None = None
+    """Exported as ``SLURM_CONF`` to the CLI tools."""
+    bin_dir: str | None = None
+    """Put first on ``PATH`` for the CLI tools."""
+    rest_url: str | None = None
+    """slurmrestd's address: ``unix:///run/slurmrestd.sock`` or ``http://127.0.0.1:6820``."""
+    rest_version: str | None = None
+    """OpenAPI version, e.g. "v0.0.38"; unset: discovered from ``/openapi/v3``."""
+    jwt: str | None = None
+    """slurmrestd token; else ``$SLURM_JWT``, else ``scontrol token`` if ``jwt_from_scontrol``."""
+    jwt_user: str | None = None
+    """``X-SLURM-USER-NAME``; default: the current user."""
     jwt_from_scontrol: bool = False
-    jwt_lifespan_s: Annotated[int, Meta(ge=60, le=86_400 * 365)] = 3600  # lifespan asked of `scontrol token`
+    """Get a token with ``scontrol token`` (renewed before it expires)."""
+    jwt_lifespan_s: Annotated[int, Meta(ge=60, le=86_400 * 365)] = 3600
+    """Lifespan asked of ``scontrol token``."""
     verify_tls: bool = True
+    """Verify slurmrestd's certificate over ``https://``."""
     # Largest slurmrestd answer read (issue #19 §5). A job record is ~3.5-6 KB of JSON
     # (v0.0.36-v0.0.40 samples), so 256 MiB holds ~45,000 jobs: 4.5x Slurm's default
     # MaxJobCount (10,000). A site with a bigger queue raises it; past it the read stops and
     # the error says so, instead of growing memory with whatever the server sends.
     max_answer_mib: Annotated[int, Meta(ge=1, le=4096)] = 256
+    """Largest slurmrestd answer read; past it the read stops with an error saying so."""
 
     def __post_init__(self) -> None:
         if self.backend == "rest" and not self.rest_url:

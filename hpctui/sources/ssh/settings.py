@@ -24,31 +24,49 @@ if TYPE_CHECKING:
 
 class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = "ssh"
-    interval_s: float = 2.0  # the remote loop prints one record per interval
+    """The source's name, as the status line, ``precedence`` and ``ssh_source`` name it."""
+    interval_s: float = 2.0
+    """Seconds between records: the remote loop prints one per interval."""
     # which nodes
-    nodes: str | None = None  # hostlist added to the nodes the other sources know, "gpu[001-128]"
-    exclude: str | None = None  # hostlist never probed
-    from_snapshot: bool = True  # probe every node the other sources of the cluster know
+    nodes: str | None = None
+    """Hostlist added to the nodes the other sources know, e.g. ``gpu[001-128]``."""
+    exclude: str | None = None
+    """Hostlist never probed."""
+    from_snapshot: bool = True
+    """Probe every node the other sources of the cluster know."""
     # which address and how to log in (None: ssh_config decides, then OpenSSH's defaults)
-    host: str | None = None  # address template, "{node}-mgmt.cluster" or "{node}"
+    host: str | None = None
+    """Address template with ``{node}``, e.g. ``{node}-mgmt.cluster``; default: the node name via ssh_config."""
     port: int | None = None
+    """SSH port; overrides ssh_config."""
     user: str | None = None
-    identity_files: list[str] | None = None  # loaded once; default: ssh_config IdentityFile, else ~/.ssh/id_*
-    ssh_config: list[str] | None = None  # default: ~/.ssh/config when it exists; [] = none
-    proxy_jump: str | None = None  # "[user@]bastion[:port]"; default: ssh_config ProxyJump
-    known_hosts: list[str] | None = None  # default: ~/.ssh/known_hosts (+ ssh_config UserKnownHostsFile)
-    insecure_skip_host_key_check: bool = False  # explicit opt-out; shown as a permanent ⚠
+    """Login user; overrides ssh_config."""
+    identity_files: list[str] | None = None
+    """Private keys, loaded once; default: ssh_config ``IdentityFile``, else ``~/.ssh/id_*``."""
+    ssh_config: list[str] | None = None
+    """ssh_config files read; default: ``~/.ssh/config`` when it exists; ``[]`` = none."""
+    proxy_jump: str | None = None
+    """Jump host ``[user@]bastion[:port]``; default: ssh_config ``ProxyJump``."""
+    known_hosts: list[str] | None = None
+    """Known-hosts files; default: ``~/.ssh/known_hosts`` (+ ssh_config ``UserKnownHostsFile``)."""
+    insecure_skip_host_key_check: bool = False
+    """Do not verify host keys: an explicit opt-out, shown as a permanent ⚠."""
     # pool
-    max_handshakes: int = 64  # SSH handshakes in flight at once (a bastion's MaxStartups drops bursts)
-    connect_timeout_s: float = 10.0  # TCP connect + SSH handshake + auth
-    stale_after_s: float | None = None  # no record for this long: restart the stream (default 3 × interval + probe timeout)
-    backoff_initial_s: float = 5.0  # first retry delay of an unreachable node, doubled per failure
+    max_handshakes: int = 64
+    """SSH handshakes in flight at once (a bastion's MaxStartups drops bursts)"""
+    connect_timeout_s: float = 10.0
+    """TCP connect + SSH handshake + auth."""
+    stale_after_s: float | None = None
+    """No record for this long: restart the stream (default 3 × interval + 2 × the probe timeout)."""
+    backoff_initial_s: float = 5.0
+    """First retry delay of an unreachable node, doubled per failure."""
     backoff_max_s: float = 300.0
-    keepalive_s: float = 30.0  # SSH keepalive on each connection (0: off)
-    # what the node-side loop collects: [clusters.NAME.sources.probe] (hpctui.sources.ssh.probe.ProbeOptions:
-    # probe_timeout_s, mount_timeout_s, slow_mount_ms, expected_mounts, service_names, ...);
-    # its interval is this source's interval_s
+    """Longest retry delay of an unreachable node."""
+    keepalive_s: float = 30.0
+    """SSH keepalive interval on each connection (0: off)."""
     probe: ProbeOptions = msgspec.field(default_factory=ProbeOptions)
+    """What the node-side loop collects, ``[clusters.NAME.sources.probe]``; its interval is this source's
+    ``interval_s``."""
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.interval_s <= 3600 or self.connect_timeout_s <= 0:

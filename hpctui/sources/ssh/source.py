@@ -22,6 +22,8 @@ from hpctui.sources.ssh.targets import HostlistError, Resolver, select_nodes
 
 if TYPE_CHECKING:
     from hpctui.sources.registry import SourceContext
+    from hpctui.sources.ssh.commands import SshCommandRunner
+    from hpctui.sources.ssh.mig import SshMigBackend
 
 INSECURE_WARNING = "SSH host key verification is OFF (insecure_skip_host_key_check = true)"
 
@@ -51,6 +53,20 @@ class SshSource:
         self._pending_events: list[Any] = []
         self._stopping: set[asyncio.Task[None]] = set()
         self._sent: dict[str, Any] = {}  # node -> reading last returned (reuse its tuples when unchanged)
+
+    # -- abilities beyond collect (hpctui.sources.capabilities) ---------------------------------
+
+    def command_runner(self) -> SshCommandRunner:
+        """CommandRunner: a fresh batch of connections with this source's settings (custom actions)."""
+        from hpctui.sources.ssh.commands import SshCommandRunner
+
+        return SshCommandRunner(self.settings)
+
+    def mig_backend(self) -> SshMigBackend:
+        """MigApplier: nvidia-smi over this source's connections (the MIG plan's SSH route)."""
+        from hpctui.sources.ssh.mig import SshMigBackend
+
+        return SshMigBackend(self)
 
     # -- node set -------------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from hpctui.actions.plans import REASON_KINDS, describe_prior, drain_reason
-from hpctui.model.action import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
-from hpctui.model.hostlist import collect
+from hpctui.actions.render import plan_lines
+from hpctui.model.action import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult, ProgressItem
 from hpctui.model.jobs import array_task_count
 from hpctui.ui.literal import literal
 
@@ -45,58 +45,45 @@ TITLES: dict[ActionKind, str] = {
     ActionKind.DELETE_PODS: "Delete Kubernetes pods",
 }
 MAX_LISTED = 12
+PROGRESS_SHOWN = 8  # the last progress lines of a running action
 
 
-def _targets_text(plan: ActionPlan) -> str:
-    if plan.kind.value in ("drain", "resume", "reboot", "cancel_reboot", "cordon", "uncordon", "k8s_drain"):
-        try:
-            return collect(plan.targets)
-        except Exception:  # job ids or odd names: fall back to a plain list
-            pass
-    shown = ", ".join(plan.targets[:MAX_LISTED])
-    more = len(plan.targets) - MAX_LISTED
-    return shown + (f" … and {more} more" if more > 0 else "")
-
-
-def _listed(out: Text, items: tuple[str, ...], prefix: str, indent: str = "  ") -> None:
-    for item in items[:MAX_LISTED]:
-        out.append(f"{indent}{prefix}{item}\n")
-    if len(items) > MAX_LISTED:
-        out.append(f"{indent}… {len(items) - MAX_LISTED} more\n")
+LINE_STYLES: dict[str, str] = {"warning": "bold", "step": "bold", "commands": "bold", "affects": "bold",
+                               "rule": "italic", "note": "italic", "error": "bold reverse"}
 
 
 def render_plan(plan: ActionPlan, shown: frozenset[str] = frozenset()) -> Text:
-    """The preview block: warnings first (what will fail or surprise), then what runs, on what,
-    and what it hits; a plan spanning backends shows each step with only what that step affects.
-    Warnings in ``shown`` are left out (the dialog says them above, with the choice they ask for)."""
+    """The preview block (:func:`hpctui.actions.render.plan_lines`, lists cut at MAX_LISTED),
+    styled: warnings first (what will fail or surprise), then what runs, on what, and what it hits;
+    a plan spanning backends shows each step with only what that step affects. Warnings in
+    ``shown`` are left out (the dialog says them above, with the choice they ask for)."""
     out = Text()
-    out.append("Targets: ", style="bold")
-    out.append(f"{_targets_text(plan) or '(none)'}  [{len(plan.targets)}]\n")
-    if plan.rejected_targets:
-        out.append("Rejected: ", style="bold")
-        out.append(", ".join(plan.rejected_targets) + "\n")
-    for warning in plan.warnings:
-        if warning not in shown:
-            out.append(f"⚠ {warning}\n", style="bold")
-    if plan.steps:
-        for i, step in enumerate(plan.steps, 1):
-            out.append(f"Step {i}: {step.label} on {_targets_text(step) or '(none)'} [{len(step.targets)}]\n",
-                       style="bold")
-            _listed(out, tuple(f"$ {c}" for c in step.commands), "")
-            _listed(out, step.affected, "• ")
-        out.append("a node a step fails on is left alone by the later steps\n" if not plan.continue_on_failure
-                   else "each step runs on all its nodes, whatever the others did\n", style="italic")
-    else:
-        if plan.commands:
-            out.append("Will run:\n", style="bold")
-            _listed(out, tuple(f"$ {c}" for c in plan.commands), "")
-        if plan.affected:
-            out.append(f"Affects ({len(plan.affected)}):\n", style="bold")
-            _listed(out, plan.affected, "• ")
-    for note in plan.notes:
-        out.append(f"note: {note}\n", style="italic")
-    for error in plan.errors:
-        out.append(f"✗ {error}\n", style="bold reverse")
+    for line in plan_lines(plan, limit=MAX_LISTED, hide=shown):
+        style = LINE_STYLES.get(line.kind, "")
+        if line.kind == "targets":
+            out.append("Targets: ", style="bold")
+            out.append(f"{line.text or '(none)'}  [{line.count}]\n")
+        elif line.kind == "rejected":
+            out.append("Rejected: ", style="bold")
+            out.append(line.text + "\n")
+        elif line.kind == "warning":
+            out.append(f"⚠ {line.text}\n", style=style)
+        elif line.kind == "step":
+            out.append(f"Step {line.step}: {line.text} [{line.count}]\n", style=style)
+        elif line.kind == "commands":
+            out.append("Will run:\n", style=style)
+        elif line.kind == "affects":
+            out.append(f"Affects ({line.count}):\n", style=style)
+        elif line.kind in ("command", "affected", "more"):
+            mark = {"command": "$ ", "affected": "• ", "more": ""}[line.kind]
+            out.append(f"  {mark}{line.text}\n")
+        elif line.kind == "note":
+            out.append(f"note: {line.text}\n", style=style)
+        elif line.kind == "error":
+            out.append(f"✗ {line.text}\n", style=style)
+        elif line.kind == "rule":
+            out.append(line.text + "\n", style=style)
+        # "confirm": the dialog asks for the word in its own field
     return out
 
 
@@ -220,6 +207,9 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.modes = mode_choices(kind) if self.already_lines else ()
         self.result: ActionResult | None = None
         self.running = False
+        # what the backends report while the action runs (K8s: per pod), appended from the loop or a
+        # worker thread (list.append and slicing are atomic: no lock)
+        self._progress: list[ProgressItem] = []
 
     def _make_plan(self) -> ActionPlan:
         return self.runtime.executor.plan(self.kind, self.targets, self.params, self.runtime.store.snapshot())
@@ -385,19 +375,16 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.query_one("#run", Button).disabled = True
         word = self.plan.confirm_word
         confirmation: str | bool = self.query_one("#confirm", Input).value.strip() if word else True
-        self._wait_for(self.runtime.run_action(self.plan, confirmation))
+        self._wait_for(self.runtime.run_action(self.plan, confirmation, progress=self._progress.append))
 
     @work(exclusive=True, group="action", description="action")
     async def _wait_for(self, task: asyncio.Task[ActionResult]) -> None:
         running = f"running {self.kind.value} on {len(self.plan.targets)} target(s)…"
         self.query_one("#result", Static).update(Text(running))
-        sources = {s.source for s in (self.plan.steps or (self.plan,))}
-        backends = [b for b in self.runtime.executor.backends if b.name in sources]
         try:
             while not task.done():  # a backend that reports progress (K8s drain: per pod) is shown live
                 await asyncio.wait({task}, timeout=0.5)
-                progress = [line for b in backends for line in (getattr(b, "progress", None) or [])
-                            if isinstance(line, str)]
+                progress = [item for item in self._progress[-PROGRESS_SHOWN:] if isinstance(item, str)]
                 if progress:
                     self.query_one("#result", Static).update(Text("\n".join([running, *progress[-8:]])))
             self.result = await asyncio.shield(task)  # the runtime owns the task; we only watch it
@@ -407,9 +394,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self._refresh_controls()
         self.query_one("#cancel", Button).focus()  # enter now closes
         self.runtime.refresh_now()
-        for problem in self.runtime.executor.audit_errors:
+        for problem in self.result.audit_errors:
             self.app.notify(problem, title="Audit record not written", severity="error", timeout=30)
-        self.runtime.executor.audit_errors.clear()
         self.app.notify(f"{self.kind.value}: {sum(r.ok for r in self.result.results)}/"
                         f"{len(self.result.results)} ok" if not self.result.refused
                         else f"{self.kind.value} not run: {self.result.refused}",

@@ -2,7 +2,7 @@
 view whose folded output (``clush -b`` style) grows live as nodes answer.
 
 Neither screen runs anything itself: the preview hands the user's confirmation to a
-:class:`~hpctui.actions.custom.CustomRun`, whose task the runtime owns (read-only rule,
+:class:`~hpctui.actions.custom.CustomRun`, whose task the runtime owns (the executor: read-only rule,
 confirmation, audit); the result view only watches it.
 """
 
@@ -18,35 +18,18 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
 from hpctui.actions.fold import NO_OUTPUT, NodeOutput, exit_codes, failures, fold, label_set, summary
 from hpctui.base.sanitize import clean_text
-from hpctui.ui.keys import custom_key_specs
 from hpctui.ui.widgets.footer import KeyBar
 
 if TYPE_CHECKING:
-    from hpctui.actions.custom import CustomActionSettings
     from hpctui.core.runtime import Runtime
 
 MAX_PREVIEW = 40  # argv lines shown in the preview (grouped by identical argv)
 THREAD_ABOVE = 512  # runs: fold in a worker thread above this many
-
-
-def bind_custom_keys(panes: dict[str, Widget], actions: Sequence[CustomActionSettings]) -> list[str]:
-    """Bind each custom action's key on its scope's pane widget (``panes``: key scope → widget).
-
-    Returns the bound ids. Raises CustomKeyError if a key is taken (checked before any is bound)."""
-    bound: list[str] = []
-    for spec in custom_key_specs(actions):
-        widget = panes.get(spec.scope)
-        if widget is None:
-            continue
-        widget._bindings.key_to_bindings.setdefault(spec.key, []).append(spec.binding())
-        bound.append(spec.id)
-    return bound
 
 
 def plan_text(plan: CustomPlan) -> Text:

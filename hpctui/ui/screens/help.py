@@ -1,5 +1,6 @@
-"""``?``: every key (with its binding id), generated from the same registry as the bindings and
-footer; the ``:`` commands; the colour legend; a glossary of the column titles."""
+"""``?``: every key (with its binding id) and the ``:`` commands, both from the action registry
+(:mod:`hpctui.ui.registry`) that also makes the bindings and the footer; the colour legend; a
+glossary of the column titles."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hpctui.ui.heat import GLYPH_LEGEND
-from hpctui.ui.keys import ALL_KEYS, SCOPE_TITLES, display_key
+from hpctui.ui.registry import COMMANDS, display_key, help_groups
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 # What the column titles of the node panel and the tables mean (units included).
@@ -64,16 +65,11 @@ def help_content(actions_enabled: bool, keymap: dict[str, str] | None = None) ->
     legend and a glossary of the column titles."""
     lines: list[Content] = [Content.assemble(("hpctui keys", "bold $primary"),
                                              ("   (binding id in brackets: remap it in [keymap])", "$text-muted"))]
-    for scope, title in SCOPE_TITLES.items():
-        specs = [k for k in ALL_KEYS if k.scope == scope and (actions_enabled or k.kind is None)]
-        if scope == "table":
-            specs = [k for k in ALL_KEYS if k.scope == "table"]
-        if not specs:
-            continue
+    for title, specs in help_groups(actions_enabled):
         lines.append(Content(""))
         lines.append(Content.assemble((title, "bold underline")))
         for spec in specs:
-            danger = "  (confirms first)" if spec.kind is not None else ""
+            danger = "  (confirms first)" if spec.refused_read_only else ""
             what = f"{spec.description}{danger}"
             lines.append(Content.assemble((f"  {display_key(spec, keymap):>7}  ", "bold $accent"), f"{what:<42}",
                                          (f" [{spec.id}]", "$text-muted")))
@@ -84,11 +80,8 @@ def help_content(actions_enabled: bool, keymap: dict[str, str] | None = None) ->
     lines.append(Content("  enter drills down (a node → its jobs and pods; a job → its detail), esc goes back"))
     lines.append(Content(""))
     lines.append(Content.assemble((": commands (tab completes)", "bold underline")))
-    from hpctui.ui.commands import COMMANDS
-
     for command in COMMANDS:
-        name = ":" + "/:".join((command.name, *command.aliases)) + (" NAME" if command.arg else "")
-        lines.append(Content.assemble((f"  {name:<18}", "bold $accent"), command.description))
+        lines.append(Content.assemble((f"  {command.usage:<18}", "bold $accent"), command.description))
     lines.append(Content(""))
     lines.append(Content.assemble(("Colours", "bold underline")))
     lines.extend(_legend())

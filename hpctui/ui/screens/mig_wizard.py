@@ -91,7 +91,7 @@ class MigWizardScreen(Screen[None]):
 
     def _options(self) -> list[Option]:
         fam = self._family()
-        config = getattr(self.runtime, "mig_layouts", {}) or {}
+        config = self.runtime.port.mig_layouts
         out = []
         for name in available(fam, config):
             try:
@@ -130,7 +130,7 @@ class MigWizardScreen(Screen[None]):
                     yield Static("", id="mig-preview", markup=False)
 
     def on_mount(self) -> None:
-        if self.runtime.executor.read_only:
+        if self.runtime.port.read_only:
             self._status("read-only mode: actions are disabled, the MIG wizard too", error=True)
         elif not self.nodes:
             self._status("no nodes: mark nodes on the heatmap (space), then press M", error=True)
@@ -148,7 +148,7 @@ class MigWizardScreen(Screen[None]):
 
     def prepare(self, layout: str) -> bool:
         gpus = self.query_one("#mig-gpus", Input).value.strip() or "all"
-        self.workflow = MigWorkflow(self.runtime, self.nodes, layout, gpus, on_change=self._changed,
+        self.workflow = MigWorkflow(self.runtime.port, self.nodes, layout, gpus, on_change=self._changed,
                                     poll_s=1.0)
         ok = self.workflow.prepare()
         self._draw_steps()
@@ -216,7 +216,7 @@ class MigWizardScreen(Screen[None]):
             failed = next((s for s in wf.steps if s.status is Status.FAILED), None)
             self._status(f"stopped at '{failed.title if failed else '?'}': node(s) left drained, see the "
                          "reason — escape closes", error=True)
-        for problem in self.runtime.executor.audit_errors:
+        for problem in wf.audit_errors:
             self.app.notify(clean_text(problem), title="Audit record not written", severity="error", timeout=30,
                             markup=False)
 

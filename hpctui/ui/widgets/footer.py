@@ -19,9 +19,11 @@ from textual import events
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
-# Actions shown first, in this order: help, the triage walk (next problem, the problem list,
-# go to a node), quit. Everything else follows in the bindings' order, as far as the width allows.
-PINNED = ("help", "next_problem(1)", "show_view('problems')", "go_to", "quit")
+from hpctui.ui.registry import BY_ID, FOOTER_PINNED
+
+# Actions shown first, in the registry's order (FOOTER_PINNED: help, the triage walk, quit).
+# Everything else follows in the bindings' order, as far as the width allows.
+PINNED: tuple[str, ...] = tuple(BY_ID[binding_id].action for binding_id in FOOTER_PINNED)
 DIM = Style(dim=True)
 
 

@@ -101,31 +101,54 @@ class ProbeOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
     """What the remote loop collects and how. Embeddable in a source's settings."""
 
     interval_s: float = 2.0
-    probe_timeout_s: float = 5.0  # nvidia-smi, journalctl, systemctl, grep of sysfs
-    mount_timeout_s: float = 5.0  # stat -f per mount; exit 124 = hung
-    slow_mount_ms: int = 1000  # stat -f slower than this = "slow"
-    max_mount_probes: int = 64  # stat -f at most this many mounts per record (k8s nodes can have hundreds)
-    slow_every: int = 5  # MIG, NVLink, lfs/beegfs checks every Nth record (first record included)
+    """Seconds between records (the ssh source sets it to its own ``interval_s``)."""
+    probe_timeout_s: float = 5.0
+    """Limit of one probe: nvidia-smi, journalctl, systemctl, a grep of sysfs."""
+    mount_timeout_s: float = 5.0
+    """Limit of ``stat -f`` on one mount; past it (exit 124) the mount is hung."""
+    slow_mount_ms: int = 1000
+    """``stat -f`` slower than this: the mount is "slow"."""
+    max_mount_probes: int = 64
+    """``stat -f`` at most this many mounts per record (k8s nodes can have hundreds)."""
+    slow_every: int = 5
+    """MIG, NVLink, lfs/beegfs checks every Nth record (first record included)."""
     gpus: bool = True
+    """The ``gpu*``, ``mig-*``, ``nvlink*`` and ``gpu-apps``/``gpu-procs`` sections."""
     xid: bool = True
+    """The ``xid`` section: Xid events from the kernel log."""
     ib: bool = True
+    """The ``ib`` section: InfiniBand ports from sysfs."""
     mounts: bool = True
+    """The ``mounts`` section: network file systems and their health."""
     services: bool = True
+    """The ``svc`` section: systemd units of ``service_names``."""
     resources: bool = True
+    """The ``res`` section: load, CPU, memory, disks, NICs."""
     service_names: tuple[str, ...] = DEFAULT_SERVICES
+    """Services whose state is read (nvidia-persistenced, nvidia-fabricmanager, nvidia-dcgm, slurmd, ...)."""
     expected_mounts: tuple[str, ...] = ()
+    """Mount points that must be there: a missing one is a finding."""
     fstypes: tuple[str, ...] = NETWORK_FSTYPES
+    """File system types watched (lustre, beegfs, nfs, nfs4, ceph, gpfs, ...)."""
     journal_lines: int = 5
-    max_records: int = 0  # 0 = run until the channel closes (tests use a small number)
+    """Last journal lines sent with a failed unit."""
+    max_records: int = 0
+    """0 = run until the channel closes (tests use a small number)."""
     # Roots and PATH, for running the same loop against a shim tree (tests, containers).
     sys_root: str = "/sys"
+    """Where the loop reads sysfs (a shim tree in tests)."""
     proc_root: str = "/proc"
+    """Where the loop reads procfs (a shim tree in tests)."""
     run_root: str = "/run"
+    """Where the loop looks for systemd's state and pid files (a shim tree in tests)."""
     path_prepend: tuple[str, ...] = ()
+    """Directories put first on the node's ``PATH`` (e.g. where nvidia-smi lives)."""
     work_dirs: tuple[str, ...] = ("/dev/shm", "/tmp")
+    """Scratch directory candidates on the node, first usable wins; removed on exit."""
     # Test beds only: pick sys/proc/run and PATH from <shim_root>/nodes/<node> at run time, the node
     # being $HPCTUI_SHIM_NODE or the server address of $SSH_CONNECTION (see tests/testbed/nodeshims).
     shim_root: str | None = None
+    """Test beds only: the shim tree root (tests/testbed/nodeshims)."""
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.interval_s <= 3600:

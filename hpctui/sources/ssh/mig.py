@@ -17,15 +17,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hpctui.base.sanitize import clean_text
-from hpctui.model.action import ActionKind, ActionPlan, TargetResult
+from hpctui.model.action import ActionKind, ActionPlan, Progress, TargetResult
 from hpctui.model.mig_layouts import (
-    TABLES,
-    LayoutError,
+    NodeGpus,
     apply_commands,
     check_profiles,
-    family,
     gpus_from_params,
     layout_from_params,
+    layout_plan,
     parse_lgip,
 )
 
@@ -35,6 +34,10 @@ if TYPE_CHECKING:
 
 COMMAND_TIMEOUT_S = 120.0  # a GPU reset takes seconds; a hung nvidia-smi must not hold the wizard forever
 MODE_QUERY = "nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader"
+
+
+def _ignore(_line: object) -> None:
+    """No one listens."""
 
 
 def _preamble(source: SshSource) -> str:
@@ -50,13 +53,13 @@ def _preamble(source: SshSource) -> str:
     return out
 
 
-class MigSshBackend:
-    """ActionBackend for MIG_RECONFIGURE over an SSH source's connections."""
+class SshMigBackend:
+    """ActionBackend for MIG_RECONFIGURE over an SSH source's connections; a ReportingBackend
+    (each nvidia-smi command and its exit status) and a MigReader (the verify step)."""
 
     def __init__(self, source: SshSource) -> None:
         self.source = source
         self.name = f"{source.name}-mig"
-        self.progress: list[str] = []
 
     @property
     def action_kinds(self) -> frozenset[ActionKind]:
@@ -64,38 +67,16 @@ class MigSshBackend:
 
     def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
              snapshot: ClusterSnapshot) -> ActionPlan:
-        layout = layout_from_params(params)
-        names: list[str] = []
-        errors: list[str] = []
-        rejected: list[str] = []
-        commands: list[str] = []
-        for t in dict.fromkeys(targets):
+        """From the probe's last reading of each node; the node's own ``-lgip`` is read when it runs."""
+        def node_gpus(t: str) -> NodeGpus | str:
             gpus = snapshot.gpus.get(t, ())
             if not gpus:
-                rejected.append(t)
-                errors.append(f"{t}: no GPUs known (no probe reading from this node yet)")
-                continue
-            fam = family(gpus[0].model)
-            if layout.enabled and fam is not None:
-                problems = check_profiles(layout.name, layout.profiles, TABLES[fam], fam)
-                if problems:
-                    rejected.append(t)
-                    errors.extend(f"{t}: {p}" for p in problems)
-                    continue
-            try:
-                idx = gpus_from_params(params, len(gpus))
-            except LayoutError as exc:
-                rejected.append(t)
-                errors.append(f"{t}: {exc}")
-                continue
-            names.append(t)
-            change = [g.index for g in gpus if g.index in idx and bool(g.mig_mode_current) != layout.enabled]
-            commands.append(f"ssh {t} nvidia-smi mig -lgip   (profile ids of this GPU)")
-            commands += [f"ssh {t} {c}" for c in apply_commands(idx, layout.enabled, layout.profiles, change)]
-        return ActionPlan(kind=kind, source=self.name, targets=tuple(names), params=params,
-                          commands=tuple(commands), errors=tuple(errors), rejected_targets=tuple(rejected),
-                          notes=("the GPU's own `nvidia-smi mig -lgip` list is read first; the mode is read again "
-                                 "before a reset",))
+                return f"{t}: no GPUs known (no probe reading from this node yet)"
+            return NodeGpus(gpus[0].model, len(gpus), {g.index: bool(g.mig_mode_current) for g in gpus})
+
+        return layout_plan(self.name, targets, params, node_gpus, table_required=False, probe_first=True,
+                           notes=("the GPU's own `nvidia-smi mig -lgip` list is read first; the mode is read again "
+                                  "before a reset",))
 
     # -- running ---------------------------------------------------------------------------------
     async def _connect(self, node: str) -> Any:
@@ -125,18 +106,21 @@ class MigSshBackend:
         return out
 
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
-        self.progress = []
+        return await self.execute_reporting(plan, _ignore)
+
+    async def execute_reporting(self, plan: ActionPlan, progress: Progress) -> tuple[TargetResult, ...]:
+        """Node after node; ``progress`` hears ``node: $ command → exit status`` for each command."""
         results = []
         for node in plan.targets:
             try:
-                results.append(await self._apply(plan.params, node))
+                results.append(await self._apply(plan.params, node, progress))
             except (TimeoutError, OSError) as exc:
                 results.append(TargetResult(target=node, ok=False, message=f"apply failed: ssh: {exc or type(exc).__name__}"))
             except Exception as exc:  # asyncssh errors: one line, the node fails, the others go on
                 results.append(TargetResult(target=node, ok=False, message=f"apply failed: {type(exc).__name__}: {exc}"))
         return tuple(results)
 
-    async def _apply(self, params: Mapping[str, str], node: str) -> TargetResult:
+    async def _apply(self, params: Mapping[str, str], node: str, progress: Progress) -> TargetResult:
         layout = layout_from_params(params)
         conn = await self._connect(node)
         try:
@@ -158,7 +142,7 @@ class MigSshBackend:
                 change = [i] if modes.get(i, False) != layout.enabled else []
                 for cmd in apply_commands([i], layout.enabled, layout.profiles, change, ids):
                     rc, out = await self._run(conn, cmd)
-                    self.progress.append(clean_text(f"{node}: $ {cmd} → {rc}"))
+                    progress(clean_text(f"{node}: $ {cmd} → {rc}"))
                     nothing_there = cmd.endswith(("-dci", "-dgi")) and "Not Found" in out
                     if rc != 0 and not nothing_there:
                         first = clean_text(out.splitlines()[0] if out else f"exit status {rc}")
