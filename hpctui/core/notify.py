@@ -42,6 +42,7 @@ class NotifySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, f
     webhook_url: str | None = None
     """POST one JSON object per notice here (e.g. a chat webhook relay); none when unset."""
     webhook_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=60)] = 5.0
+    """One webhook POST (connect + answer), seconds."""
     webhook_retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 3
     """Tries after the first, with backoff 1 s, 2 s, 4 s, …"""
     forget_after_s: Annotated[float, msgspec.Meta(ge=0)] = 300.0

@@ -26,26 +26,34 @@ def parse_matcher(text: str) -> tuple[str, bool, str]:
 
 class AlertmanagerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str = "alertmanager"
+    """This source's name (unique in the cluster; actions and the status line use it)."""
     url: str = "http://127.0.0.1:9093"
     """Base URL; ``/api/v2/alerts`` and ``/api/v2/silences`` are appended."""
     interval_s: float = 15.0
+    """Seconds between two reads of alerts and silences."""
     timeout_s: float = 10.0
     """One HTTP request (connect + answer)."""
     bearer_token_file: str | None = None
     """Auth, read from a file or an environment variable; never from the config text, never printed."""
     bearer_token_env: str | None = None
+    """Environment variable holding the bearer token (instead of bearer_token_file)."""
     basic_user: str | None = None
+    """Basic-auth user (its password from basic_password_file or basic_password_env)."""
     basic_password_file: str | None = None
+    """File holding the basic-auth password."""
     basic_password_env: str | None = None
+    """Environment variable holding the basic-auth password."""
     ca_file: str | None = None
     """PEM bundle for https:// with a private CA."""
     verify_tls: bool = True
+    """Check the server's certificate (https://); false only for a test server."""
     node_labels: list[str] = msgspec.field(default_factory=lambda: ["Hostname", "hostname", "node", "nodename",
                                                                      "instance"])
     """An alert's node: the first of these labels it has, then ``node_pattern``, then the cluster's node_map."""
     node_pattern: str = r"^([^:]+)"
     """Regex matched against the label value (default: strip ``:port`` from ``instance``)."""
     node_replace: str = r"\1"
+    """Expansion of the ``node_pattern`` match (``re.Match.expand``)."""
     silence_matchers: list[str] = msgspec.field(default_factory=lambda: ['Hostname="{node}"',
                                                                          'instance=~"{node}(:[0-9]+)?"'])
     """One silence per entry for each silenced node (Alertmanager ANDs the matchers of one silence, so alerts
@@ -58,7 +66,9 @@ class AlertmanagerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=T
     already has one of those findings is not shown twice. Alerts on DCGM and node_exporter metrics are matched
     by their rule's metric without this table."""
     max_answer_mib: int = 16
+    """Largest answer read (MiB); a bigger one is refused and the connection dropped."""
     max_alerts: int = 100_000
+    """Most alerts one answer may hold."""
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0:
