@@ -146,6 +146,9 @@ class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     # With steps: False = a target an earlier step failed on is not touched by later steps (drain);
     # True = every step runs on all its targets (resume/uncordon release each scheduler on its own).
     continue_on_failure: bool = False
+    # A step whose failure stops nothing after it (the Alertmanager silence before a drain: a drain must not
+    # wait on the alerting system); its result is still shown and audited.
+    advisory: bool = False
     # Each requested target as it was before (hpctui.actions.plans.prior_states): shown in the
     # preview ("already drained by root 2h ago: ...") and kept in the audit record.
     previous: tuple[PriorState, ...] = ()

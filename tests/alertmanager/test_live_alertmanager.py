@@ -151,3 +151,38 @@ async def test_errors_are_one_line_and_the_runtime_builds_the_source(am: Alertma
             await down.collect()
     finally:
         await down.close()
+
+
+def test_drain_silences_first_and_resume_expires_only_what_it_set(am: AlertmanagerLab, tmp_path: Path) -> None:
+    """drain → silence created (a step of the plan, in the preview, audited) → resume → that silence expired;
+    a silence an admin set by hand on the same node is kept."""
+    am.post_alerts(XID)
+    cfg = _config(tmp_path, am)
+    now = time.time()
+    from amlab import rfc3339
+
+    hand = am.api("POST", "/api/v2/silences", {
+        "matchers": [{"name": "Hostname", "value": "gpu0007", "isRegex": False, "isEqual": True}],
+        "startsAt": rfc3339(now), "endsAt": rfc3339(now + 3600), "createdBy": "bob", "comment": "bob's own"})["silenceID"]
+    dry = _hpctui(tmp_path, "act", "drain", "--config", str(cfg), "--targets", "gpu0007", "--reason", "xid 79 gpu3",
+                  "--param", "reason_mode=replace", "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert 'api/v2/silences Hostname="gpu0007" for 8 h: “drain: xid 79 gpu3”' in dry.stdout
+    assert "gpu0007 is already silenced by bob" in dry.stdout and "the first is kept" in dry.stdout
+    assert dry.stdout.index("api/v2/silences") < dry.stdout.index("scontrol")  # the silence comes first
+
+    done = _hpctui(tmp_path, "act", "drain", "--config", str(cfg), "--targets", "gpu0007", "--reason", "xid 79 gpu3",
+                   "--param", "reason_mode=replace", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    mine = [s for s in _live_silences(am) if s["createdBy"].endswith("(hpctui drain)")]
+    assert len(mine) == 2 and {s["comment"] for s in mine} == {"drain: xid 79 gpu3"}
+    steps = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert any(r.get("step_action") == "silence" for r in steps)
+
+    # each `hpctui act` simulates the demo cluster afresh (its drain is not kept), so the demo's own resume step
+    # may refuse: what matters here is the silence step after it, which runs whatever the scheduler said
+    back = _hpctui(tmp_path, "act", "resume", "--config", str(cfg), "--targets", "gpu0007", "--yes")
+    assert "its alerts notify again" in back.stdout
+    assert "alertmanager expire_silence: 1/1 ok" in back.stdout, back.stdout
+    left = _live_silences(am)
+    assert [s["id"] for s in left] == [hand]  # bob's silence kept, hpctui's two expired

@@ -90,10 +90,13 @@ class AlertmanagerSource:
     def plan(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str],
              snapshot: ClusterSnapshot) -> ActionPlan:
         if kind is ActionKind.EXPIRE_SILENCES:
+            if params.get("silences"):
+                return self._plan_expire_for_nodes(targets, params["silences"], snapshot)
             return self._plan_expire(targets, snapshot)
         return self._plan_silence(targets, params, snapshot)
 
     def _plan_silence(self, targets: tuple[str, ...], params: dict[str, str], snapshot: ClusterSnapshot) -> ActionPlan:
+        """Targets stay as given (hostlists); each node in them gets one silence per configured matcher."""
         errors: list[str] = []
         warnings: list[str] = []
         nodes: list[str] = []
@@ -117,10 +120,25 @@ class AlertmanagerSource:
                                 f"(“{s.comment}”, {s.id[:8]}): a second silence is added, the first is kept")
         firing = [f"{a.name} on {n} ({a.severity.name.lower()})" for n in nodes
                   for a in snapshot.alerts.get(n, ()) if a.firing]
-        return ActionPlan(kind=ActionKind.SILENCE_NODES, source=self.name, targets=tuple(nodes),
-                          params={"reason": comment, "hours": f"{hours:g}", "until": rfc3339(end)},
+        out = {"reason": comment, "hours": f"{hours:g}", "until": rfc3339(end)}
+        if params.get("for"):
+            out["for"] = params["for"]
+        return ActionPlan(kind=ActionKind.SILENCE_NODES, source=self.name, targets=targets, params=out,
                           commands=commands, affected=tuple(f"silences {x}" for x in firing),
                           warnings=tuple(warnings), errors=tuple(errors))
+
+    def _plan_expire_for_nodes(self, targets: tuple[str, ...], mapping: str, snapshot: ClusterSnapshot) -> ActionPlan:
+        """Expire the silences ``mapping`` names per node (``node=id,id;node=id``): what a resume releases."""
+        known = {s.id: s for s in (snapshot.silences or self.silences)}
+        per_node = {n: ids.split(",") for n, _, ids in (part.partition("=") for part in mapping.split(";")) if ids}
+        lines = [f"{n}: silence {i[:8]} by {known[i].created_by if i in known else '?'} "
+                 f"(“{known[i].comment if i in known else ''}”) expires: its alerts notify again"
+                 for n, ids in per_node.items() for i in ids]
+        return ActionPlan(kind=ActionKind.EXPIRE_SILENCES, source=self.name, targets=targets,
+                          params={"silences": mapping},
+                          commands=tuple(f"DELETE {self.client.where}/api/v2/silence/{i}"
+                                         for ids in per_node.values() for i in ids),
+                          warnings=tuple(lines))
 
     def matchers_for(self, node: str) -> list[SilenceMatcher]:
         """The matchers of the silences that silence ``node``: one silence per configured matcher."""
@@ -157,28 +175,46 @@ class AlertmanagerSource:
                           warnings=tuple(warnings), errors=tuple(errors))
 
     async def execute(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
-        out: list[TargetResult] = []
         if plan.kind is ActionKind.EXPIRE_SILENCES:
-            for t in plan.targets:
-                try:
-                    await self.client.expire_silence(t)
-                    out.append(TargetResult(target=t, ok=True, message="expired"))
-                except AlertmanagerError as exc:
-                    out.append(TargetResult(target=t, ok=False, message=str(exc)))
-            return tuple(out)
+            if plan.params.get("silences"):
+                return await self._expire_for_nodes(plan)
+            return tuple([await self._expire(t, t) for t in plan.targets])
         start = rfc3339(self.clock())
         end = plan.params.get("until") or rfc3339(self.clock() + self.settings.silence_hours * 3600)
         user = plan.params.get("user") or os_user()
-        for node in plan.targets:
+        by = f"{user} (hpctui {plan.params['for']})" if plan.params.get("for") else f"{user} (hpctui)"
+        out: list[TargetResult] = []
+        for target in plan.targets:
             made: list[str] = []
             try:
-                for m in self.matchers_for(node):
-                    matcher = {"name": m.name, "value": m.value, "isRegex": m.is_regex, "isEqual": True}
-                    made.append(await self.client.create_silence([matcher], start, end, f"{user} (hpctui)",
-                                                                 plan.params["reason"]))
-                out.append(TargetResult(target=node, ok=True, message="silences " + ", ".join(made)))
-            except AlertmanagerError as exc:
+                for node in expand(target):
+                    for m in self.matchers_for(node):
+                        matcher = {"name": m.name, "value": m.value, "isRegex": m.is_regex, "isEqual": True}
+                        made.append(await self.client.create_silence([matcher], start, end, by, plan.params["reason"]))
+                out.append(TargetResult(target=target, ok=True, message="silences " + ", ".join(made)))
+            except (AlertmanagerError, HostlistError) as exc:
                 done = f" (created before it: {', '.join(made)})" if made else ""
-                out.append(TargetResult(target=node, ok=False, message=f"{exc}{done}"))
+                out.append(TargetResult(target=target, ok=False, message=f"{exc}{done}"))
         return tuple(out)
 
+    async def _expire(self, target: str, silence_id: str) -> TargetResult:
+        try:
+            await self.client.expire_silence(silence_id)
+            return TargetResult(target=target, ok=True, message=f"expired {silence_id}")
+        except AlertmanagerError as exc:
+            return TargetResult(target=target, ok=False, message=str(exc))
+
+    async def _expire_for_nodes(self, plan: ActionPlan) -> tuple[TargetResult, ...]:
+        per_node = {n: ids.split(",") for n, _, ids in (p.partition("=") for p in plan.params["silences"].split(";"))}
+        out: list[TargetResult] = []
+        for target in plan.targets:
+            try:
+                nodes = expand(target)
+            except HostlistError:
+                nodes = [target]
+            ids = [i for n in nodes for i in per_node.get(n, [])]
+            results = [await self._expire(target, i) for i in ids]
+            ok = all(r.ok for r in results)
+            text = "; ".join(r.message for r in results) or "no silence of hpctui's on it"
+            out.append(TargetResult(target=target, ok=ok, message=text))
+        return tuple(out)
