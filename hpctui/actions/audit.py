@@ -31,7 +31,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import pwd
 import stat
 import time
 from dataclasses import dataclass, field
@@ -56,14 +55,6 @@ _READ_LOCK_TRIES = 20  # a reader waits at most this × 25 ms for a writer to fi
 _OPEN_WRITE = (os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
                | getattr(os, "O_CLOEXEC", 0))
 _OPEN_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-
-
-def os_user() -> str:
-    """The name of the uid we run as, from the OS: ``$LOGNAME``/``$USER`` can be set to anything."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
 
 
 def user_fields() -> dict[str, Any]:

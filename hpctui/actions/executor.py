@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from hpctui.actions.audit import AuditLog, os_user, user_fields
+from hpctui.actions.audit import AuditLog, user_fields
 from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
+from hpctui.actions.silences import with_silences
+from hpctui.base.identity import os_user
 from hpctui.base.sanitize import clean_text, is_clean
 from hpctui.findings.correlate import workload_index
 from hpctui.model import ClusterSnapshot
@@ -149,6 +151,7 @@ class ActionExecutor:
         if existing.kept and not plan.targets:
             errors.append(f"nothing to change: {', '.join(dict.fromkeys(existing.kept))} already "
                           f"{'held' if kind in JOB_ACTIONS else 'set'}, kept as it is (reason_mode=keep)")
+        plan = with_silences(kind, plan, params, snapshot, self.settings, self.backend_for)
         said, mode_notes = existing.messages(snapshot.time)
         notes.extend(mode_notes)
         warnings = preview_warnings(kind, plan.targets, snapshot, self._findings(kind, snapshot))
@@ -263,7 +266,7 @@ class ActionExecutor:
             done.append(outcome)
             self._audit_step(plan, step, outcome, action_id, len(done) - 1, extra, errors)
             for r in ran:
-                if not r.ok:
+                if not r.ok and not step.advisory:
                     failed.setdefault(r.target, step.label)
         merged: list[TargetResult] = []
         for t in plan.targets:

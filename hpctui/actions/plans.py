@@ -12,7 +12,7 @@ with the parameter ``drain_in=...`` (``hpctui act drain --param drain_in=slurm``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -38,6 +38,12 @@ class ActionSettings(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_f
     k8s_drain: Literal["cordon", "evict"] = "cordon"
     """What the Kubernetes side of ``drain`` does: "cordon" (running pods keep running, like Slurm's
     DRAIN lets jobs finish) or "evict" (kubectl drain: cordon, then evict the pods)."""
+    silence_with: list[Literal["drain", "reboot", "reserve_maint"]] = msgspec.field(
+        default_factory=lambda: ["drain", "reboot", "reserve_maint"])
+    """With an Alertmanager source: these actions first silence the node's alerts (a step of the plan, shown in
+    the preview; the MIG wizard's drain is a drain), and ``resume`` expires the silences they set. ``[]``: never."""
+    silence_hours: Annotated[float, msgspec.Meta(gt=0, le=720)] = 8.0
+    """How long such a silence lasts when the action does not say (a reservation: its duration)."""
 
 
 HYBRID_KINDS = frozenset({ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES})

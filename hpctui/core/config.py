@@ -19,6 +19,7 @@ import platformdirs
 from hpctui.actions.custom import CustomActionSettings, check_actions
 from hpctui.actions.plans import ActionSettings
 from hpctui.core.heatmap_settings import HeatmapSettings, validate_heatmap
+from hpctui.core.notify import NotifySettings
 from hpctui.core.wall_settings import ServeSettings, WallSettings
 from hpctui.findings.health import Thresholds
 from hpctui.model.mig_layouts import MigLayoutSpec, validate_config_layouts
@@ -88,6 +89,8 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Binding id → key(s), e.g. ``{"node.drain" = "ctrl+t"}``; ids and keys are checked by hpctui.ui.keymap."""
     actions: ActionSettings = msgspec.field(default_factory=ActionSettings)
     """Where and how ``drain``/``resume`` act on nodes known to both Slurm and Kubernetes."""
+    notify: NotifySettings = msgspec.field(default_factory=NotifySettings)
+    """[notify]: who is told about new problems (terminal bell, desktop notification, webhook), and when."""
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types

@@ -39,6 +39,7 @@ from hpctui.model import (
     SourceHealth,
     SourceResult,
 )
+from hpctui.model.alerts import Alert, Silence
 from hpctui.model.names import NodeNameMap
 from hpctui.model.nvswitch import NvSwitch
 from hpctui.model.partition import SlurmPartition
@@ -124,6 +125,8 @@ class Store:
         self._pods: dict[str, tuple[Pod, ...]] = {}
         self._k8s_queues: dict[str, tuple[K8sQueueItem, ...]] = {}
         self._partitions: dict[str, tuple[SlurmPartition, ...]] = {}
+        self._alerts: dict[str, dict[str, tuple[Alert, ...]]] = {}
+        self._silences: dict[str, tuple[Silence, ...]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -183,6 +186,10 @@ class Store:
             self._k8s_queues[src] = result.k8s_queues
         if result.partitions is not None:
             self._partitions[src] = result.partitions
+        if result.alerts is not None:
+            self._alerts[src] = dict(result.alerts)
+        if result.silences is not None:
+            self._silences[src] = result.silences
         if result.events is not None:
             self._events.extend(map(_clean_event, result.events))
         if result.controller is not None:
@@ -291,6 +298,8 @@ class Store:
             pods=_concat(self._pods),
             k8s_queues=_concat(self._k8s_queues) if self._k8s_queues else (),
             partitions=_concat(self._partitions) if self._partitions else (),
+            alerts=_merge_alerts(self._alerts),
+            silences=_merge_silences(self._silences),
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),
@@ -363,6 +372,27 @@ def _union(per_source: dict[str, dict[str, V]]) -> dict[str, V]:
     for view in per_source.values():
         merged.update(view)
     return merged
+
+
+def _merge_alerts(per_source: dict[str, dict[str, tuple[Alert, ...]]]) -> dict[str, tuple[Alert, ...]]:
+    """One source: its view as is (a node's unchanged alerts stay the same object, so its findings are kept).
+    Several (an HA pair of Alertmanagers): per node, each alert once by fingerprint, the first source's copy."""
+    if len(per_source) <= 1:
+        return _union(per_source) if per_source else {}
+    merged: dict[str, dict[str, Alert]] = {}
+    for view in per_source.values():
+        for node, alerts in view.items():
+            seen = merged.setdefault(node, {})
+            for alert in alerts:
+                seen.setdefault(alert.fingerprint, alert)
+    return {node: tuple(by_fp.values()) for node, by_fp in merged.items()}
+
+
+def _merge_silences(per_source: dict[str, tuple[Silence, ...]]) -> tuple[Silence, ...]:
+    """Each silence once by id (an HA pair shares its silences through gossip)."""
+    if len(per_source) <= 1:
+        return _concat(per_source) if per_source else ()
+    return tuple({s.id: s for view in reversed(per_source.values()) for s in view}.values())
 
 
 def _concat(per_source: dict[str, tuple[V, ...]]) -> tuple[V, ...]:

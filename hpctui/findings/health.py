@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
+from hpctui.model.alerts import Alert
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, xid_severity
 from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, sxid_class
 from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
@@ -110,6 +112,7 @@ ACTIONS: dict[str, str] = {
     "probe_late": "check the node's load and the probe's commands (a slow nvidia-smi, a hung mount)",
     "probe_unreachable": "check SSH to the node (is it up? ssh it by hand); see the error",
     "probe_pending": "wait for the first probe",
+    "alert": "read the alert's runbook (enter: its labels and annotations); silence it while you work on the node",
 }
 
 
@@ -411,7 +414,25 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
     probe = snapshot.probes.get(name)
     if probe is not None:
         out.extend(probe_findings(probe))
+    alerts = snapshot.alerts.get(name) if snapshot.alerts else None
+    if alerts:
+        out.extend(alert_findings(alerts, out))
     out.sort(key=lambda f: f.severity, reverse=True)
+    return out
+
+
+def alert_findings(alerts: Sequence[Alert], own: Sequence[Finding]) -> list[Finding]:
+    """The site's firing alerts on one node as findings (source "alertmanager"), except those that mean the same
+    as one of hpctui's own findings on the node (``Alert.means``): one problem is shown once. Silenced and
+    inhibited alerts page nobody and are not findings (the node panel lists them)."""
+    codes = [f.code for f in own]
+    out = []
+    for a in alerts:
+        if not a.firing or any(c.startswith(prefix) for prefix in a.means for c in codes):
+            continue
+        obj = f"gpu/{a.node}/{a.gpu}" if a.gpu is not None else f"node/{a.node}"
+        what = f": {a.summary}" if a.summary else ""
+        out.append(Finding(severity=a.severity, object=obj, code="alert", message=f"alert {a.name}{what} (Alertmanager)"))
     return out
 
 

@@ -23,7 +23,7 @@ from hpctui.model import ClusterSnapshot, Severity
 # The per-node parts of a snapshot the health rules may read. A node whose entries in all of
 # them are the very same objects as in the previous snapshot keeps its previous findings.
 # A rule that reads anything else of the snapshot must add that part here.
-NODE_PARTS = ("nodes", "gpus", "ib", "mounts", "services", "resources", "probes", "nvswitches")
+NODE_PARTS = ("nodes", "gpus", "ib", "mounts", "services", "resources", "probes", "nvswitches", "alerts")
 
 
 class FindingsIndex:

@@ -34,15 +34,17 @@ class ActionKind(enum.StrEnum):
     DELETE_RESERVATION = "delete_reservation"  # targets: reservation names
     PARTITION_STATE = "partition_state"  # targets: partition names; param state=UP|DOWN|DRAIN|INACTIVE
     CUSTOM = "custom"  # a [[custom_actions]] command (hpctui.actions.custom); param name=NAME
+    SILENCE_NODES = "silence"  # an Alertmanager silence per node; params reason (its comment), hours
+    EXPIRE_SILENCES = "expire_silence"  # targets: Alertmanager silence ids
 
 
 NODE_ACTIONS = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES,
     ActionKind.CANCEL_REBOOT, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
-    ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE, ActionKind.RESERVE_MAINT,
+    ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE, ActionKind.RESERVE_MAINT, ActionKind.SILENCE_NODES,
 })
 # Actions whose targets are names of other things (partitions, reservations): comma lists, not hostlists.
-NAME_ACTIONS = frozenset({ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE})
+NAME_ACTIONS = frozenset({ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE, ActionKind.EXPIRE_SILENCES})
 POD_ACTIONS = frozenset({ActionKind.DELETE_PODS})  # targets: namespace/name (comma or space separated)
 JOB_ACTIONS = frozenset({
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS,
@@ -59,6 +61,7 @@ REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.DRAIN_NODES: ("reason",),
     ActionKind.REBOOT_NODES: ("reason",),
     ActionKind.PARTITION_STATE: ("state",),
+    ActionKind.SILENCE_NODES: ("reason",),
 }
 # What to do with a target that already is what the action makes it (a drained node, a cordoned
 # node, a held job): ``reason_mode`` — keep it as it is, append the new reason to its reason, or
@@ -143,6 +146,9 @@ class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     # With steps: False = a target an earlier step failed on is not touched by later steps (drain);
     # True = every step runs on all its targets (resume/uncordon release each scheduler on its own).
     continue_on_failure: bool = False
+    # A step whose failure stops nothing after it (the Alertmanager silence before a drain: a drain must not
+    # wait on the alerting system); its result is still shown and audited.
+    advisory: bool = False
     # Each requested target as it was before (hpctui.actions.plans.prior_states): shown in the
     # preview ("already drained by root 2h ago: ...") and kept in the audit record.
     previous: tuple[PriorState, ...] = ()

@@ -10,6 +10,7 @@ import enum
 
 import msgspec
 
+from hpctui.model.alerts import Alert, Silence
 from hpctui.model.event import Event
 from hpctui.model.gpu import Gpu
 from hpctui.model.ib import IbPort
@@ -39,6 +40,8 @@ class Part(enum.StrEnum):
     K8S_QUEUES = "k8s_queues"
     PARTITIONS = "partitions"
     NVSWITCHES = "nvswitches"
+    ALERTS = "alerts"
+    SILENCES = "silences"
 
 
 class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -97,6 +100,8 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     k8s_queues: tuple[K8sQueueItem, ...] | None = None  # Kueue / Volcano objects, when their CRDs exist
     partitions: tuple[SlurmPartition, ...] | None = None  # Slurm partitions (state, limits, default flag)
     nvswitches: dict[str, tuple[NvSwitch, ...]] | None = None  # NVSwitches that logged SXids, per node
+    alerts: dict[str, tuple[Alert, ...]] | None = None  # Alertmanager's alerts per node ("" for cluster-wide ones)
+    silences: tuple[Silence, ...] | None = None  # Alertmanager's silences (active and pending; expired dropped)
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
     # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
     # pods only): that part is left out (its data keeps its age) and its pane shows the error.
@@ -128,6 +133,8 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     k8s_queues: tuple[K8sQueueItem, ...] = ()
     partitions: tuple[SlurmPartition, ...] = ()
     nvswitches: dict[str, tuple[NvSwitch, ...]] = msgspec.field(default_factory=dict)
+    alerts: dict[str, tuple[Alert, ...]] = msgspec.field(default_factory=dict)  # node ("" cluster-wide) -> alerts
+    silences: tuple[Silence, ...] = ()
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names

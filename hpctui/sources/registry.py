@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hpctui.sources.alertmanager.settings import AlertmanagerSettings, build_alertmanager_source
 from hpctui.sources.base import ActionBackend
 from hpctui.sources.capabilities import AccountingProvider, HistoryProvider, MigReader, PodInspector
 from hpctui.sources.demo.settings import DemoSettings, build_demo_source
@@ -84,6 +85,9 @@ SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
     _entry("prometheus", PrometheusSettings, build_prometheus_source,
            "dcgm-exporter and node_exporter metrics from a Prometheus server", (HistoryProvider,)),
+    _entry("alertmanager", AlertmanagerSettings, build_alertmanager_source,
+           "the site's Alertmanager: firing alerts as findings, silences listed, set and expired as actions",
+           (ActionBackend,)),
 ])
 
 

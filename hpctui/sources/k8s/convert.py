@@ -10,12 +10,12 @@ the ``drops`` a caller passes (:class:`hpctui.model.validate.Drops`): the source
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
 from hpctui.base.digits import is_uint
 from hpctui.base.sanitize import clean_text
+from hpctui.base.times import parse_time
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, QueueGpus, Severity, Taint
 from hpctui.model.validate import COUNT, Drops, is_node_name, show_value
 
@@ -81,16 +81,6 @@ def parse_quantity_int(text: str) -> int | None:
         if text.endswith(suffix) and is_uint(text[:-1]):
             return int(text[:-1]) * mult
     return None
-
-
-def parse_time(text: Any) -> float | None:
-    """RFC 3339 as the API server writes it ("2024-01-01T00:00:00Z", MicroTime with fractions)."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

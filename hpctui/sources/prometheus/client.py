@@ -13,11 +13,8 @@ host; userinfo in the configured URL is never shown (:func:`hpctui.base.sanitize
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
-import os
 import ssl
-from pathlib import Path
 
 import aiohttp
 import msgspec
@@ -32,6 +29,7 @@ from hpctui.sources.bounded import (
     json_error,
     read_json_capped,
 )
+from hpctui.sources.http_auth import auth_headers, tls_for
 from hpctui.sources.prometheus.settings import PrometheusSettings
 
 
@@ -128,20 +126,6 @@ def _first_line(body: bytes) -> str:
     return clean_text(text[0][:120] if text else "empty answer") or "empty answer"
 
 
-def _read_secret(path: str | None, env: str | None, what: str) -> str | None:
-    if path:
-        try:
-            return Path(path).expanduser().read_text().strip()
-        except OSError as exc:
-            raise PromError(f"cannot read {what} file {path}: {exc.strerror}") from None
-    if env:
-        value = os.environ.get(env)
-        if value is None:
-            raise PromError(f"{what}: environment variable {env} is not set")
-        return value.strip()
-    return None
-
-
 class PromClient:
     def __init__(self, settings: PrometheusSettings) -> None:
         self.settings = settings
@@ -157,22 +141,8 @@ class PromClient:
         return f"PromClient({self.where!r})"
 
     def _prepare(self) -> None:
-        s = self.settings
-        token = _read_secret(s.bearer_token_file, s.bearer_token_env, "bearer token")
-        if token:
-            self._headers = {"Authorization": f"Bearer {token}"}
-        if s.basic_user:
-            password = _read_secret(s.basic_password_file, s.basic_password_env, "basic-auth password") or ""
-            pair = base64.b64encode(f"{s.basic_user}:{password}".encode()).decode("ascii")
-            self._headers = {"Authorization": f"Basic {pair}"}
-        if self.base.startswith("https://"):
-            if not s.verify_tls:
-                self._ssl = False
-            elif s.ca_file:
-                try:
-                    self._ssl = ssl.create_default_context(cafile=str(Path(s.ca_file).expanduser()))
-                except (OSError, ssl.SSLError) as exc:
-                    raise PromError(f"cannot load CA file {s.ca_file}: {exc}") from None
+        self._headers = auth_headers(self.settings, PromError)
+        self._ssl = tls_for(self.base, self.settings, PromError)
         self._prepared = True
 
     def _get_session(self) -> aiohttp.ClientSession:

@@ -6,6 +6,7 @@ it without rebuilding, and "not available" always reads N/A, never 0.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 
@@ -183,6 +184,30 @@ def workload_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
     return lines
 
 
+def alert_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
+    """The site's Alertmanager on this node: every alert (firing ones are findings too; silenced ones say by
+    whom, until when and why) and the silences that name the node."""
+    alerts = snapshot.alerts.get(name, ()) if snapshot.alerts else ()
+    silences = [s for s in snapshot.silences if name in s.nodes]
+    if not alerts and not silences:
+        return []
+    out = [Content.assemble(("Alertmanager", "bold underline"))]
+    by_id = {s.id: s for s in snapshot.silences}
+    for a in alerts:
+        what = f"{a.name}" + (f" GPU {a.gpu}" if a.gpu is not None else "") + (f": {a.summary}" if a.summary else "")
+        if a.firing:
+            out.append(Content.assemble((f" {SEVERITY_LABEL[a.severity]:<5} ", SEVERITY_STYLE[a.severity] + " bold"),
+                                        what))
+        else:
+            why = "inhibited" if a.inhibited_by and not a.silenced_by else "silenced"
+            out.append(Content.assemble((" quiet ", "dim"), what, (f" ({why})", "dim")))
+    for s in silences or [by_id[i] for a in alerts for i in a.silenced_by if i in by_id][:4]:
+        until = time.strftime("%H:%M", time.localtime(s.ends_at)) if s.ends_at else "?"
+        out.append(Content.assemble(("  silence ", "dim"), f"{s.matcher_text} by {s.created_by or '?'} until {until}",
+                                    (f" “{s.comment}”" if s.comment else "", "dim")))
+    return out
+
+
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, width: int | None = None,
                 gpus_first: bool = False) -> Content:
     """Everything the panel shows for one node, as one Content. ``width``: GPU columns that do
@@ -204,6 +229,7 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, w
                                           f.message))
         if len(findings) > 12:
             lines.append(Content(f"  … {len(findings) - 12} more"))
+    lines.extend(alert_lines(snapshot, name))
     lines.extend(workload_lines(snapshot, name))
     gpus = snapshot.gpus.get(name)
     table: list[Content] = []
