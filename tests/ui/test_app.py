@@ -252,8 +252,8 @@ async def test_coalesces_bursts(make_runtime: Callable[..., Runtime], monkeypatc
     async with app.run_test(size=(120, 40)) as pilot:
         await load(app, pilot)
         drawn: list[int] = []
-        original = app.dashboard.update_snapshot
-        monkeypatch.setattr(app.dashboard, "update_snapshot", lambda s: (drawn.append(1), original(s)))
+        original = app.dashboard.show_frame
+        monkeypatch.setattr(app.dashboard, "show_frame", lambda f: (drawn.append(1), original(f)))
         for _ in range(3):  # three data changes before the app gets to run: one redraw
             app.runtime.store.add_events(())
             app._on_store_change()
