@@ -79,3 +79,45 @@ async def test_the_dashboard_draws_the_frames_findings(make_runtime: Callable[..
         assert not ran, "a widget recomputed findings"
         assert app.dashboard.problems_pane.findings is frame.findings
         assert app.dashboard.heatmap._findings is frame.findings
+
+
+async def test_heatmap_cursor_and_metric_are_validated_reactives() -> None:
+    from synth import snapshot
+    from textual.app import App, ComposeResult
+    from textual.message import Message
+
+    from hpctui.findings.health import Thresholds
+    from hpctui.ui.heat import Metric
+    from hpctui.ui.themes import DEFAULT_VARIABLES
+    from hpctui.ui.widgets.heatmap import NodeHeatmap
+
+    seen: list[Message] = []
+
+    class One(App[None]):
+        def get_theme_variable_defaults(self) -> dict[str, str]:
+            return dict(DEFAULT_VARIABLES)
+
+        def compose(self) -> ComposeResult:
+            yield NodeHeatmap(Thresholds(), id="hm")
+
+        def on_node_heatmap_highlighted(self, event: NodeHeatmap.Highlighted) -> None:
+            seen.append(event)
+
+        def on_node_heatmap_metric_changed(self, event: NodeHeatmap.MetricChanged) -> None:
+            seen.append(event)
+
+    app = One()
+    async with app.run_test(size=(60, 20)) as pilot:
+        hm = app.query_one(NodeHeatmap)
+        hm.update_snapshot(snapshot(40, gpus_per_node=1))
+        await pilot.pause()
+        seen.clear()
+        hm.cursor = 1000  # clamped to the last node, and the screen hears of it
+        await pilot.pause()
+        assert hm.cursor == 39 and hm.cursor_node == "n00039"
+        assert [e.node for e in seen if isinstance(e, NodeHeatmap.Highlighted)] == ["n00039"]
+        hm.cursor = 39  # no change: no message
+        hm.metric = Metric.UTIL
+        await pilot.pause()
+        assert [e.metric for e in seen if isinstance(e, NodeHeatmap.MetricChanged)] == [Metric.UTIL]
+        assert len([e for e in seen if isinstance(e, NodeHeatmap.Highlighted)]) == 1

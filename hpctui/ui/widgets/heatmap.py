@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
@@ -124,6 +125,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
             super().__init__()
             self.node = node
 
+    # Widget state as Textual reactives, as DataTable keeps its cursor: an assignment is
+    # validated (validate_cursor clamps it to the nodes) and its watcher redraws and tells.
+    cursor: var[int] = var(0, init=False)  # index into ``names`` of the selected cell
+    metric: var[Metric] = var(Metric.HEALTH, init=False)  # what the cells are coloured by
+
     class MarksChanged(Message):
         def __init__(self, marked: tuple[str, ...]) -> None:
             super().__init__()
@@ -155,12 +161,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.max_cell_height = max(1, max_cell_height)  # >1: cells several lines tall (the wall)
         self.cell_height = 1
         self.actions_enabled = actions_enabled
-        self.metric = Metric.HEALTH
         self.names: list[str] = []
         self._index: dict[str, int] = {}
         self.levels = b""
         self.glyphs = b""
-        self.cursor = 0
         self.marked: set[int] = set()
         self._snapshot: ClusterSnapshot | None = None
         self._findings: FindingsIndex | None = None  # the snapshot's (from its frame)
@@ -190,7 +194,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self.groups = groups
             self._index = {n: i for i, n in enumerate(names)}
             self.marked = {self._index[n] for n in marked if n in self._index}
-            self.cursor = self._index.get(current, 0) if current else 0
+            # (no watcher: every row is redrawn, and Highlighted follows once, below)
+            self.set_reactive(NodeHeatmap.cursor, self._index.get(current, 0) if current else 0)
             self._full_redraw = True  # positions moved: every row is stale
             self._update_virtual_size()
             self.post_message(self.Highlighted(self.cursor_node))
@@ -295,9 +300,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
                 self.refresh_line(row)
 
     def set_metric(self, metric: Metric) -> None:
-        if metric is self.metric:
-            return
+        """Colour the cells by ``metric`` (the ``m`` key, the wall's settings)."""
         self.metric = metric
+
+    def watch_metric(self, metric: Metric) -> None:
         self._segments.clear()
         self._build_styles()
         self._full_redraw = True
@@ -557,12 +563,15 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     # -- cursor and marks -----------------------------------------------------
     def _move_cursor(self, index: int) -> None:
-        if not self.names:
-            return
-        index = max(0, min(len(self.names) - 1, index))
-        if index == self.cursor:
-            return
-        old, self.cursor = self.cursor, index
+        if self.names:
+            self.cursor = index
+
+    def validate_cursor(self, index: int) -> int:
+        """The cursor stays on a node: clamped to ``names``."""
+        return max(0, min(len(self.names) - 1, index))
+
+    def watch_cursor(self, old: int, index: int) -> None:
+        """Redraw the two cells, keep the new one in view, and tell the screen."""
         self._invalidate_index(old)
         self._invalidate_index(index)
         self._scroll_cursor_visible()
