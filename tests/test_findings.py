@@ -10,7 +10,7 @@ from hpctui.findings.health import Thresholds, all_findings, node_findings
 from hpctui.findings.index import FindingsCache, FindingsIndex
 from hpctui.model import ClusterSnapshot
 from hpctui.sim import SimCluster
-from hpctui.ui.heat import LevelCache, Metric, compute_levels, node_names
+from hpctui.ui.heatmap_levels import LevelCache, Metric, compute_levels, node_names
 from hpctui.ui.widgets.panes import ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.tables import link_row, mount_row, severity_first
 

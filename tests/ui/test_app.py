@@ -15,7 +15,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
 from hpctui.ui.widgets.tables import QueueTable
 
@@ -299,7 +299,7 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
     import threading
 
     from hpctui.model import IbPort, SlurmNodeInfo, SourceResult
-    from hpctui.ui.widgets import heatmap as heatmap_module
+    from hpctui.ui.widgets import node_heatmap as heatmap_module
 
     threads: dict[str, set[str]] = {"levels": set(), "ib": set()}
 

@@ -87,9 +87,9 @@ async def test_heatmap_cursor_and_metric_are_validated_reactives() -> None:
     from textual.message import Message
 
     from hpctui.findings.health import Thresholds
-    from hpctui.ui.heat import Metric
+    from hpctui.ui.heatmap_levels import Metric
     from hpctui.ui.themes import DEFAULT_VARIABLES
-    from hpctui.ui.widgets.heatmap import NodeHeatmap
+    from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
     seen: list[Message] = []
 

@@ -29,7 +29,7 @@ from hpctui.ui.screens.command import CommandScreen
 from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
 from hpctui.ui.screens.help import HelpScreen, help_content
 from hpctui.ui.screens.job_detail import JobDetailScreen
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 SIZE = (160, 50)
 

@@ -32,8 +32,8 @@ from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
-from hpctui.ui.widgets.heatmap_pane import HeatmapPane
+from hpctui.ui.widgets.heatmap_legend_pane import HeatmapPane
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.problems import ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
@@ -80,7 +80,7 @@ TAB_SLOTS = {  # tab -> (row id, id of the widget shown in that row)
     "ib": ("bottom", "ib-pane"), "mounts": ("bottom", "mounts-pane"),
 }
 LEGEND_CELLS = 115  # the heatmap legend's length in cells (packed into lines of the pane's width)
-LABEL_CELL = 5  # heatmap cell width that shows node numbers (hpctui.ui.widgets.heatmap.LABEL_MIN_WIDTH)
+LABEL_CELL = 5  # heatmap cell width that shows node numbers (hpctui.ui.widgets.node_heatmap.LABEL_MIN_WIDTH)
 
 
 def fit_top(width: int, main_height: int, nodes: int, max_gpus: int, *, wall: bool = False) -> tuple[int, int]:

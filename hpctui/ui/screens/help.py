@@ -10,7 +10,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from hpctui.ui.heat import GLYPH_LEGEND
+from hpctui.ui.heatmap_levels import GLYPH_LEGEND
 from hpctui.ui.keys import ALL_KEYS, SCOPE_TITLES, display_key
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 

@@ -40,8 +40,8 @@ from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap, fit_cells
-from hpctui.ui.widgets.heatmap_pane import HeatmapPane, legend_content
+from hpctui.ui.widgets.heatmap_legend_pane import HeatmapPane, legend_content
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap, fit_cells
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.problems import SEVERITY_WORD, ProblemRow, ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, status_content

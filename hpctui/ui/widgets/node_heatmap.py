@@ -33,7 +33,7 @@ from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot
 from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import collect
-from hpctui.ui.heat import (
+from hpctui.ui.heatmap_levels import (
     GLYPH_NONE,
     GLYPHS,
     METRIC_ORDER,
