@@ -151,9 +151,11 @@ class FindingsCache:
     module-global: two runtimes (``:cluster`` switches) never share or evict each other's state.
     """
 
-    SIZE = 4  # snapshots kept by identity: older ones fall out, so nothing keeps history alive
-
-    def __init__(self) -> None:
+    def __init__(self, size: int = 2) -> None:
+        # Snapshots kept by identity: the current one and the one before (a reader still on the
+        # last frame); older ones fall out, so nothing keeps history alive (at 4k nodes each
+        # one kept costs ~2-3 MB).
+        self.size = max(1, size)
         self._recent: list[tuple[ClusterSnapshot, Thresholds, FindingsIndex]] = []
         self._incremental: dict[Thresholds, _Incremental] = {}
         self._lock = threading.Lock()
@@ -171,7 +173,7 @@ class FindingsCache:
                 state = self._incremental[thresholds] = _Incremental()
             index = state.compute(snapshot, thresholds)
             self._recent.append((snapshot, thresholds, index))
-            del self._recent[:-self.SIZE]
+            del self._recent[:-self.size]
             return index
 
     def last_recomputed(self, thresholds: Thresholds) -> int:
