@@ -21,7 +21,7 @@ from synth import snapshot  # noqa: E402
 
 from hpctui.core.heatmap_settings import HeatmapSettings  # noqa: E402
 from hpctui.findings.health import Thresholds  # noqa: E402
-from hpctui.ui.widgets.heatmap import NodeHeatmap  # noqa: E402
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap  # noqa: E402
 
 N = 16384
 CASES = {

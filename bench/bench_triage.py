@@ -1,6 +1,6 @@
 """Per-tick cost of the triage path at 4,096 and 16,384 demo nodes: the shared findings
 (incremental), the problem list's bookkeeping (flap memory, order, rows: ``ProblemsPane._apply``)
-and the event timeline's rows (``EventsPane._rows``, where repeats are coalesced).
+and the event timeline's rows (``EventsPane._event_rows``, where repeats are coalesced).
 
 Run: ``python bench/bench_triage.py [--ticks N] [--root CHECKOUT] [sizes...]``. Not a test: it
 prints a table. ``--root`` times another checkout (before/after in one run); each size runs in
@@ -23,7 +23,6 @@ import asyncio, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from textual.app import App
-from hpctui.findings.index import findings_for
 from hpctui.core.runtime import demo_runtime
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.problems import ProblemsPane, problem_groups
@@ -47,14 +46,13 @@ async def main():
         for k in range({ticks} + 2):
             now[0] = T0 + 2.0 * k
             await runtime.collect_once()
-            snap = runtime.store.snapshot()
+            frame = runtime.frame()
             t = time.process_time()
-            groups = problem_groups(findings_for(snap, runtime.thresholds))
+            groups = problem_groups(runtime.findings(frame.snapshot))
             t1 = time.process_time()
-            app.problems._request += 1
-            app.problems._apply(snap, groups, app.problems._request)
+            app.problems._apply(frame, groups)
             t2 = time.process_time()
-            app.events._rows(snap, None)
+            app.events._event_rows(frame, None)
             t3 = time.process_time()
             if k >= 2:
                 times["findings"].append(t1 - t)
@@ -63,7 +61,7 @@ async def main():
             await pilot.pause()
         rows = len(app.problems.problems.view)
         nodes = len(app.problems.nodes)
-        events = len(app.events._rows(snap, None))
+        events = len(app.events._event_rows(frame, None))
     ms = {{k: 1000 * sum(v) / len(v) for k, v in times.items()}}
     print(nodes, rows, events, ms["findings"], ms["problems"], ms["events"])
 

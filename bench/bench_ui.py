@@ -25,9 +25,9 @@ from synth import jobs, snapshot  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
 from hpctui.findings.health import Thresholds  # noqa: E402
-from hpctui.ui.heat import Metric, compute_levels  # noqa: E402
+from hpctui.ui.heatmap_levels import Metric, compute_levels  # noqa: E402
 from hpctui.ui.themes import DEFAULT_VARIABLES  # noqa: E402
-from hpctui.ui.widgets.heatmap import NodeHeatmap  # noqa: E402
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap  # noqa: E402
 from hpctui.ui.widgets.tables import QueueTable  # noqa: E402
 
 SIZE = (160, 50)
@@ -143,7 +143,7 @@ async def bench_dashboard(size: int) -> None:
             await pilot.pause()
             ports = sum(len(v) for v in snap.ib.values())
             what = f"dashboard demo size={size} ({len(snap.nodes):,} nodes, {len(snap.jobs):,} jobs, {ports:,} IB ports)"
-            ROWS.append((what + ": update all panes", timed(lambda: app.dashboard.update_snapshot(snap), 3),
+            ROWS.append((what + ": update all panes", timed(lambda: app.dashboard.show_frame(runtime.frame()), 3),
                          "UI thread per snapshot"))
 
 

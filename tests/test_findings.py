@@ -1,19 +1,30 @@
-"""findings_for: incremental by object identity, same answers as running the rules afresh."""
+"""FindingsCache: incremental by object identity, same answers as running the rules afresh."""
 
 from __future__ import annotations
 
 import msgspec
 
+from hpctui.core.frame import Frame
 from hpctui.core.store import Store
 from hpctui.findings.health import Thresholds, all_findings, node_findings
-from hpctui.findings.index import findings_for, last_recomputed
+from hpctui.findings.index import FindingsCache, FindingsIndex
+from hpctui.model import ClusterSnapshot
 from hpctui.sim import SimCluster
-from hpctui.ui.heat import LevelCache, Metric, compute_levels, node_names
+from hpctui.ui.heatmap_levels import LevelCache, Metric, compute_levels, node_names
 from hpctui.ui.widgets.panes import ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.tables import link_row, mount_row, severity_first
 
 T0 = 1_700_000_000.0
 T = Thresholds(gpu_temp_warn_c=60.0)  # low, so the demo has plenty of findings to compare
+CACHE = FindingsCache()  # one owner's cache for the whole module (as a runtime keeps one)
+
+
+def findings_for(snapshot: ClusterSnapshot, thresholds: Thresholds) -> FindingsIndex:
+    return CACHE.index(snapshot, thresholds)
+
+
+def last_recomputed(thresholds: Thresholds) -> int:
+    return CACHE.last_recomputed(thresholds)
 
 
 def _store_after_ticks(ticks: int, size: int = 64) -> tuple[Store, SimCluster]:
@@ -72,17 +83,18 @@ def test_readers_agree_with_the_rules() -> None:
     ports = [p for ps in snap.ib.values() for p in ps]
     mounts = [m for ms in snap.mounts.values() for m in ms]
     ib, mnt = ib_node_rows(T), mount_node_rows(T)
-    assert ib(snap, None) == severity_first([link_row(p) for p in ports])
-    assert ib(snap, None) == severity_first([link_row(p) for p in ports])  # second call: reused rows
-    assert mnt(snap, None) == severity_first([mount_row(m) for m in mounts])
+    frame = Frame.of(snap, T)
+    assert ib(frame, None) == severity_first([link_row(p) for p in ports])
+    assert ib(frame, None) == severity_first([link_row(p) for p in ports])  # second call: reused rows
+    assert mnt(frame, None) == severity_first([mount_row(m) for m in mounts])
     name = names[0]
-    assert ib(snap, name) == severity_first([link_row(p) for p in snap.ib.get(name, ())])
+    assert ib(frame, name) == severity_first([link_row(p) for p in snap.ib.get(name, ())])
 
 
 def test_a_platform_pod_or_a_stopped_job_changes_an_otherwise_unchanged_node() -> None:
     """A node's findings also read the pods on it and the running jobs (a stray GPU process):
     the incremental cache must not keep them when only those changed."""
-    from hpctui.model import ClusterSnapshot, Gpu, GpuProcess, Node, Pod, SlurmJob, SlurmNodeInfo
+    from hpctui.model import Gpu, GpuProcess, Node, Pod, SlurmJob, SlurmNodeInfo
 
     node = Node(name="g1", slurm=SlurmNodeInfo(base_state="ALLOCATED"))
     gpu = (Gpu(node="g1", index=0, processes=(GpuProcess(pid=7, slurm_job_id="42"),)),)
@@ -128,3 +140,18 @@ def test_incremental_equals_fresh_through_removals_additions_and_pod_changes() -
         assert all(got.severity(n) == fresh.severity(n) for n in fresh.by_node), i
         assert list(got) == list(fresh), i
     assert any(f.code == "platform_pod" for f in state.compute(with_pod, T).node(other))
+
+
+def test_each_cache_owns_its_state() -> None:
+    """No module-global cache: a second owner (another cluster's runtime) neither shares nor
+    evicts the first one's results; the one-shot ``findings_for`` keeps nothing."""
+    from hpctui.findings import index as index_module
+
+    store, _ = _store_after_ticks(2)
+    snap = store.snapshot()
+    a, b = FindingsCache(), FindingsCache()
+    first = a.index(snap, T)
+    assert a.index(snap, T) is first and b.index(snap, T) is not first
+    assert b.index(snap, T).by_node == first.by_node
+    assert index_module.findings_for(snap, T) is not index_module.findings_for(snap, T)
+    assert not [name for name in vars(index_module) if name.startswith("_cache") or name == "_incremental"]

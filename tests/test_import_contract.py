@@ -60,6 +60,10 @@ def planted_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("core/store.py", "import textual as _planted", "never imports Textual", "hpctui.core.store -> textual"),
     ("ui/widgets/spark.py", "from hpctui.core import store as _planted", "never a source",
      "hpctui.ui.widgets.spark -> hpctui.core.store"),
+    ("ui/screens/charts.py", "from hpctui.core import runtime as _planted", "never the runtime",
+     "hpctui.ui.screens.charts -> hpctui.core.runtime"),
+    ("ui/widgets/problems.py", "from hpctui.core.runtime import Runtime as _planted", "never the runtime",
+     "hpctui.ui.widgets.problems -> hpctui.core.runtime"),
 ])
 def test_a_planted_wrong_way_import_breaks_the_contract(planted_tree: Path, module: str, line: str, contract: str,
                                                        expected: str) -> None:

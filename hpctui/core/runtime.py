@@ -1,13 +1,19 @@
 """Everything one cluster needs at run time, built from config: sources, store,
 poller, action executor. UI-free: the headless ``snapshot`` command and the
 Textual app both build one of these.
+
+The runtime is what the UI's port (:class:`hpctui.core.ports.UiPort`) is implemented by: it
+builds one :class:`~hpctui.core.frame.Frame` per store change (findings computed once, by its own
+:class:`~hpctui.findings.index.FindingsCache`) and answers the screens' few requests by finding
+the source with the ability (:mod:`hpctui.sources.capabilities`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,28 +22,40 @@ from hpctui.actions.custom import CustomBackend
 from hpctui.actions.executor import ActionExecutor, AuditExtra
 from hpctui.actions.plans import ActionSettings
 from hpctui.core.config import AppConfig, default_state_dir, source_settings
+from hpctui.core.frame import Frame
 from hpctui.core.heatmap_settings import HeatmapSettings
 from hpctui.core.poller import Poller
 from hpctui.core.ports import RuntimePort
 from hpctui.core.store import NodeNameMap, Store
 from hpctui.core.wall_settings import WallSettings
+from hpctui.findings.correlate import workload_index
 from hpctui.findings.health import Thresholds
-from hpctui.findings.index import FindingsIndex, findings_for
+from hpctui.findings.index import FindingsCache, FindingsIndex
 from hpctui.model import ClusterSnapshot, Event
 from hpctui.model.action import ActionPlan, ActionResult, Progress
 from hpctui.sources.base import ActionBackend, Source
-from hpctui.sources.capabilities import AccountingProvider, CommandRunner
+from hpctui.sources.capabilities import AccountingProvider, CommandRunner, HistoryProvider, PodInspector
 from hpctui.sources.registry import SourceContext, build_source
 
 if TYPE_CHECKING:
+    from hpctui.actions.audit import AuditLog
     from hpctui.actions.custom import CustomActionSettings
+    from hpctui.core.series_history import SeriesHistory
     from hpctui.model.accounting import AccountingInfo
+    from hpctui.model.history import MetricHistory
 
 
 ACTION_GRACE_S = 30.0
 
 
 class Runtime:
+    """One cluster at run time: its sources, store, poller and executor, and the UI's port.
+
+    Promises: :meth:`frame` is the one view every reader draws (one per store version, its
+    findings computed once); actions started through it finish (and are audited) before
+    :meth:`stop` returns, whoever started them.
+    """
+
     def __init__(
         self,
         cluster: str,
@@ -59,6 +77,9 @@ class Runtime:
         self.theme = theme
         self.clock = clock
         self.store = Store(cluster, name_map=name_map, clock=clock, precedence=precedence)
+        self._findings = FindingsCache()  # owned here: computed once per store change, for every reader
+        self._frame: Frame | None = None
+        self._frame_lock = threading.Lock()  # the poller's worker thread and the UI thread both ask
         self.poller = Poller(self.sources, self.store)
         self.poller.prepare = self._prepare  # findings once per change, in the data layer
         backends: list[ActionBackend] = [s for s in self.sources if isinstance(s, ActionBackend)]
@@ -117,16 +138,39 @@ class Runtime:
         return [*audit_events(got.records, self.cluster, limit), *audit_warning_events(got.warnings, self.clock())]
 
     def findings(self, snapshot: ClusterSnapshot | None = None) -> FindingsIndex:
-        """The shared findings of ``snapshot`` (default: the store's latest)."""
-        return findings_for(snapshot if snapshot is not None else self.store.snapshot(), self.thresholds)
+        """The shared findings of ``snapshot`` (default: the store's latest, the current frame's)."""
+        if snapshot is None:
+            return self.frame().findings
+        frame = self._frame
+        if frame is not None and frame.snapshot is snapshot:
+            return frame.findings
+        return self._findings.index(snapshot, self.thresholds)
+
+    def frame(self) -> Frame:
+        """The frame of the store's current version: built on the first ask after a change
+        (findings incrementally; a change of source health only keeps the last frame's findings
+        and workload index), then the same object for every reader until the next change."""
+        with self._frame_lock:
+            store = self.store
+            version, data_version = store.version, store.data_version  # read before the snapshot: never newer
+            old = self._frame
+            if old is not None and old.version == version:
+                return old
+            snapshot = store.snapshot()
+            if old is not None and old.data_version == data_version:  # only health moved: same data
+                findings, workload = old.findings, old.workload
+            else:
+                findings = self._findings.index(snapshot, self.thresholds)
+                workload = workload_index(snapshot)
+            frame = Frame(version=version, data_version=data_version, snapshot=snapshot, findings=findings,
+                          workload=workload)
+            self._frame = frame
+            return frame
 
     def _prepare(self, snapshot: ClusterSnapshot) -> None:
-        """What every reader of a new snapshot shares, computed by the poller (in a thread for
-        big clusters) before the UI hears of the change: findings and the jobs-on-nodes index."""
-        from hpctui.findings.correlate import workload_index
-
-        self.findings(snapshot)
-        workload_index(snapshot)
+        """The poller's hook after a change (in a thread for big clusters), before the UI hears
+        of it: the new frame is built there, off the UI's event loop."""
+        self.frame()
 
     def start(self, on_change: Callable[[], None] | None = None, after: asyncio.Event | None = None) -> None:
         self.poller.on_change = on_change
@@ -146,6 +190,51 @@ class Runtime:
 
         await reap_killed()  # children killed while they were being spawned: reaped before the loop closes
 
+    # -- the UI port (hpctui.core.ports.UiPort) ------------------------------------------
+    def poll_intervals(self) -> Mapping[str, float]:
+        """Each source's poll interval in seconds, by source name."""
+        return {s.name: s.interval_s for s in self.sources}
+
+    @property
+    def series(self) -> SeriesHistory:
+        """The store's in-memory history rings (the charts read them)."""
+        return self.store.series
+
+    def watch_series(self, node: str) -> None:
+        """Record ``node``'s per-GPU and per-port rings from now on (big clusters: what was looked at)."""
+        self.store.series.watch(node)
+
+    def node_history(self, key: str) -> list[tuple[float, float]]:
+        """The store's short (time, value) history of one key ("gpu01/util")."""
+        return self.store.history.get(key)
+
+    def _history_provider(self) -> HistoryProvider | None:
+        return next((s for s in self.sources if isinstance(s, HistoryProvider)), None)
+
+    @property
+    def history_source(self) -> str | None:
+        """The name of the first source that serves history windows (a range query), or None."""
+        source = self._history_provider()
+        return None if source is None else source.name
+
+    async def history(self, node: str, metric: str = "util", gpu: int | None = None,
+                      window_s: float | None = None) -> MetricHistory | None:
+        """A history window from the first source that serves them; None if none does."""
+        source = self._history_provider()
+        if source is None:
+            return None
+        return await source.history(node, metric, gpu=gpu, window_s=window_s)
+
+    async def describe_pod(self, namespace: str, name: str) -> str | None:
+        """The pod described by the first source that inspects pods; None if none does."""
+        source = next((s for s in self.sources if isinstance(s, PodInspector)), None)
+        return None if source is None else await source.describe_pod(namespace, name)
+
+    async def pod_logs(self, namespace: str, name: str) -> str | None:
+        """The pod's last log lines from the first source that inspects pods; None if none does."""
+        source = next((s for s in self.sources if isinstance(s, PodInspector)), None)
+        return None if source is None else await source.pod_logs(namespace, name)
+
     async def accounting(self, user: str | None, account: str | None) -> AccountingInfo | None:
         """Fair-share/QoS from the first :class:`AccountingProvider` source (a real Slurm one
         before the demo's); None when no source provides accounting."""
@@ -154,6 +243,15 @@ class Runtime:
             return None
         first = min(providers, key=lambda s: s.kind != "slurm")  # min is stable: the first of a kind wins
         return await first.accounting(user=user, account=account)
+
+    def run_plan(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
+        """The port's name for :meth:`run_action`."""
+        return self.run_action(plan, confirmation)
+
+    @property
+    def audit_log(self) -> AuditLog | None:
+        """The executor's audit trail (None: none configured)."""
+        return self.executor.audit
 
 
 def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | None = None,

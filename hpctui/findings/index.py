@@ -1,7 +1,9 @@
 """Findings of one snapshot, computed once and shared by every reader.
 
 The heatmap, the problem list, the IB and mount panes, ``snapshot`` and reports all
-read the same :class:`FindingsIndex` instead of re-running the health rules per pane.
+read the same :class:`FindingsIndex` instead of re-running the health rules per pane: the
+runtime's :class:`FindingsCache` computes it once per store change and hands it out in its frame
+(:class:`hpctui.core.frame.Frame`).
 
 Computed incrementally: the store reuses a node's ``Node``/``Gpu``/``IbPort``/``Mount``
 tuples while their data is unchanged, so a node whose per-node parts are all the same
@@ -139,32 +141,50 @@ def _same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
-# The last few (snapshot, thresholds) → index, by identity: readers of one snapshot share one
-# computation; older snapshots fall out so nothing keeps history alive.
-_CACHE_SIZE = 4
-_cache: list[tuple[ClusterSnapshot, Thresholds, FindingsIndex]] = []
-_incremental: dict[Thresholds, _Incremental] = {}
-_lock = threading.Lock()  # readers on the UI thread, the poller's worker thread and pane workers
+class FindingsCache:
+    """The findings of the snapshots one owner (a :class:`~hpctui.core.runtime.Runtime`) reads.
+
+    Promises: the same (snapshot, thresholds) gives the very same :class:`FindingsIndex` while it
+    is among the last few asked for; a new snapshot is computed incrementally from the previous
+    one with the same thresholds (only the nodes whose data changed go through the rules).
+    Thread-safe: the poller's worker thread and the UI thread may ask at once. Nothing is
+    module-global: two runtimes (``:cluster`` switches) never share or evict each other's state.
+    """
+
+    def __init__(self, size: int = 2) -> None:
+        # Snapshots kept by identity: the current one and the one before (a reader still on the
+        # last frame); older ones fall out, so nothing keeps history alive (at 4k nodes each
+        # one kept costs ~2-3 MB).
+        self.size = max(1, size)
+        self._recent: list[tuple[ClusterSnapshot, Thresholds, FindingsIndex]] = []
+        self._incremental: dict[Thresholds, _Incremental] = {}
+        self._lock = threading.Lock()
+
+    def index(self, snapshot: ClusterSnapshot, thresholds: Thresholds) -> FindingsIndex:
+        """The findings of ``snapshot``; computed on first use (incrementally), then shared."""
+        with self._lock:
+            for snap, t, cached in self._recent:
+                if snap is snapshot and t == thresholds:
+                    return cached
+            state = self._incremental.get(thresholds)
+            if state is None:
+                if len(self._incremental) >= 2:  # thresholds rarely change: keep the current and one other
+                    self._incremental.pop(next(iter(self._incremental)))
+                state = self._incremental[thresholds] = _Incremental()
+            index = state.compute(snapshot, thresholds)
+            self._recent.append((snapshot, thresholds, index))
+            del self._recent[:-self.size]
+            return index
+
+    def last_recomputed(self, thresholds: Thresholds) -> int:
+        """How many nodes the last :meth:`index` with ``thresholds`` sent through the rules."""
+        state = self._incremental.get(thresholds)
+        return 0 if state is None else state.recomputed
 
 
 def findings_for(snapshot: ClusterSnapshot, thresholds: Thresholds) -> FindingsIndex:
-    """The findings of ``snapshot``; computed on first use (incrementally), then shared."""
-    with _lock:
-        for snap, t, cached in _cache:
-            if snap is snapshot and t == thresholds:
-                return cached
-        state = _incremental.get(thresholds)
-        if state is None:
-            if len(_incremental) >= 2:  # thresholds rarely change: keep the current and one other
-                _incremental.pop(next(iter(_incremental)))
-            state = _incremental[thresholds] = _Incremental()
-        index = state.compute(snapshot, thresholds)
-        _cache.append((snapshot, thresholds, index))
-        del _cache[:-_CACHE_SIZE]
-        return index
+    """The findings of ``snapshot``, computed afresh (every node through the rules, nothing kept).
 
-
-def last_recomputed(thresholds: Thresholds) -> int:
-    """How many nodes the last :func:`findings_for` with ``thresholds`` sent through the rules."""
-    state = _incremental.get(thresholds)
-    return 0 if state is None else state.recomputed
+    For one-shot readers (``snapshot``, reports, tests, a widget used on its own). A running
+    app reads the findings its runtime computed once per store change (``Frame.findings``)."""
+    return _Incremental().compute(snapshot, thresholds)

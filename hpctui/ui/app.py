@@ -1,8 +1,9 @@
 """HpcApp: wires a Runtime to the dashboard screen; owns themes, global keys, actions.
 
-Data flows one way: the poller's on_change posts ONE pending SnapshotChanged; its
-handler reads the store's latest snapshot (skipping versions already drawn) and
-pushes it down into the screen. Actions come back up as ActionRequested.
+Data flows one way: the poller's on_change posts ONE pending SnapshotChanged carrying the
+runtime's newest frame (hpctui.core.frame); its handler pushes that frame down to the dashboard
+and to every stacked FrameView (skipping versions already drawn). Screens get the runtime only
+as their port (hpctui.core.ports.UiPort). Actions come back up as ActionRequested.
 """
 
 from __future__ import annotations
@@ -27,9 +28,17 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from hpctui.core import signals
+from hpctui.core.frame import Frame
 from hpctui.core.runtime import Runtime
+from hpctui.ui.frame_view import FrameView
 from hpctui.ui.literal import escape_markup
-from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
+from hpctui.ui.messages import (
+    ActionRequested,
+    JobDetailRequested,
+    MigWizardRequested,
+    PodDetailRequested,
+    SnapshotChanged,
+)
 from hpctui.ui.registry import GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
@@ -79,7 +88,7 @@ class HpcApp(App[None]):
         self._initial_theme = wanted if wanted in self.available_themes else None
         self._drawn_version = -1
         self._drawn_data_version = -1
-        self._pending = False
+        self._pending: SnapshotChanged | None = None
         self._clock: Timer | None = None
         self._held_keys: list[events.Key] | None = None  # see hold_keys
         self._framed: weakref.WeakKeyDictionary[Screen[object], Widget | None] = weakref.WeakKeyDictionary()
@@ -186,14 +195,20 @@ class HpcApp(App[None]):
 
     # -- data flow ------------------------------------------------------------
     def _on_store_change(self) -> None:
-        """Poller callback: post one message; more changes while it is pending collapse into it."""
-        if not self._pending:
-            self._pending = True
-            self.post_message(SnapshotChanged())
+        """Poller callback: post one message with the newest frame; more changes while it is
+        pending put their (newer) frame into it instead of posting again."""
+        frame = self.runtime.frame()
+        if self._pending is not None:
+            self._pending.frame = frame
+            return
+        self._pending = SnapshotChanged(frame)
+        self.post_message(self._pending)
 
     def on_snapshot_changed(self, message: SnapshotChanged) -> None:
-        self._pending = False
-        self.refresh_from_store()
+        if message is not self._pending:  # posted for a runtime since replaced (:cluster)
+            return
+        self._pending = None
+        self.show_frame(message.frame)
 
     @property
     def shutting_down(self) -> bool:
@@ -201,34 +216,65 @@ class HpcApp(App[None]):
         return not self.is_running
 
     def refresh_from_store(self) -> bool:
-        """Draw the store's latest snapshot unless it was drawn already; True if drawn."""
-        if self.shutting_down:
+        """Draw the runtime's current frame unless it was drawn already; True if drawn."""
+        return self.show_frame(self.runtime.frame())
+
+    def show_frame(self, frame: Frame) -> bool:
+        """Push ``frame`` down to the dashboard and every stacked :class:`FrameView` unless its
+        version was drawn already; a frame whose data did not change (only source health) goes
+        to the dashboard's status line alone. True if drawn."""
+        if self.shutting_down or frame.version == self._drawn_version:
             return False
-        store = self.runtime.store
-        if store.version == self._drawn_version:
-            return False
-        self._drawn_version = store.version
+        self._drawn_version = frame.version
         if self._refresh_asked:
             self._refresh_asked = False
-            self.notify(f"refreshed: data of {time.strftime('%H:%M:%S', time.localtime(store.snapshot().time))}",
-                        timeout=4)
-        if store.data_version == self._drawn_data_version:  # only source health moved: no full redraw
+            self.notify(f"refreshed: data of {time.strftime('%H:%M:%S', time.localtime(frame.time))}", timeout=4)
+        if frame.data_version == self._drawn_data_version:  # only source health moved: no full redraw
             if not self.wall:  # (the wall screen shows health on its own clock tick)
-                self.dashboard.update_health(store.snapshot())
+                self.dashboard.update_health(frame)
             return True
-        self._drawn_data_version = store.data_version
-        snapshot = store.snapshot()
+        self._drawn_data_version = frame.data_version
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
-            self.dashboard.update_snapshot(snapshot)
+            self.dashboard.show_frame(frame)
         if self.freeze_gc:  # the installed command: see hpctui.core.gc_tuning
             from hpctui.core import gc_tuning
 
             self.call_after_refresh(gc_tuning.collect)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
-            update = getattr(screen, "update_snapshot", None)
-            if screen is not self.dashboard and callable(update):
-                update(snapshot)
+            if screen is self.dashboard:
+                continue
+            if isinstance(screen, FrameView):
+                screen.show_frame(frame)
+                continue
+            from hpctui.ui.screens.mig_wizard import MigWizardScreen
+
+            if isinstance(screen, MigWizardScreen):  # (redraws its steps; a FrameView once it takes the port)
+                screen.update_snapshot(frame.snapshot)
         return True
+
+    async def adopt_runtime(self, runtime: Runtime) -> None:
+        """Show ``runtime`` (another cluster's) instead of the current one: the old one is stopped
+        (its pollers; running actions were refused before), a fresh dashboard replaces the old
+        one, and the new runtime is started (or collected once without autostart)."""
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+        old = self.runtime
+        await old.stop()
+        self.runtime = runtime
+        self.read_only = runtime.read_only or self.wall
+        dashboard = self.dashboard_class(runtime, wall=self.wall, actions_enabled=not self.read_only)  # custom keys
+        await self.pop_screen()  # the old dashboard goes first: the new one takes its id
+        await self.push_screen(dashboard)
+        self.dashboard = dashboard
+        self._drawn_version = -1
+        self._drawn_data_version = -1
+        self._pending = None  # a message still queued for the old runtime is ignored
+        if self.autostart:
+            self._start_runtime()
+        else:
+            await runtime.collect_once()
+            self.refresh_from_store()
 
     # -- global actions ---------------------------------------------------------
     def action_help(self) -> None:
@@ -254,7 +300,7 @@ class HpcApp(App[None]):
         self.refresh_from_store()
 
     # -- triage: views and the problem walk, from any screen but a dialog ---------
-    def _back_to_dashboard(self) -> bool:
+    def back_to_dashboard(self) -> bool:
         """Close a job detail or help screen on top of the dashboard; False under a dialog."""
         from hpctui.ui.screens.action_dialog import ActionDialog
 
@@ -265,21 +311,21 @@ class HpcApp(App[None]):
         return True
 
     def action_show_view(self, name: str) -> None:
-        if self._back_to_dashboard():
+        if self.back_to_dashboard():
             self.dashboard.show_view(name)
 
     def action_next_problem(self, step: int) -> None:
-        if self._back_to_dashboard():
+        if self.back_to_dashboard():
             self.dashboard.next_problem(step)
 
     def action_workload_here(self) -> None:
-        if self._back_to_dashboard():
+        if self.back_to_dashboard():
             self.dashboard.workload_here()
 
     def action_go_to(self) -> None:
         from hpctui.ui.screens.goto import GoToScreen
 
-        if not self._back_to_dashboard():
+        if not self.back_to_dashboard():
             return
         self.hold_keys()
         self.push_screen(GoToScreen(on_mounted=self.release_keys), self.dashboard.go_to)
@@ -390,6 +436,11 @@ class HpcApp(App[None]):
 
         self.push_screen(ActionDialog(self.runtime, message.kind, message.targets, message.params))
 
+    def on_mig_wizard_requested(self, message: MigWizardRequested) -> None:
+        from hpctui.ui.screens.mig_wizard import MigWizardScreen
+
+        self.push_screen(MigWizardScreen(self.runtime, list(message.nodes)))
+
     def on_pod_detail_requested(self, message: PodDetailRequested) -> None:
         from hpctui.ui.screens.pod_detail import PodDetailScreen
 
@@ -473,7 +524,7 @@ class HpcApp(App[None]):
     def action_command_mode(self) -> None:
         from hpctui.ui.screens.command import CommandScreen
 
-        if isinstance(self.screen, CommandScreen) or not self._back_to_dashboard():
+        if isinstance(self.screen, CommandScreen) or not self.back_to_dashboard():
             return
         self.hold_keys()
         names = self.clusters.names if self.clusters is not None else [self.runtime.cluster]

@@ -1,20 +1,35 @@
-"""Messages that travel *up* the DOM: intents from widgets to the app.
+"""Messages of the UI: the store's change (to the app), and intents from widgets up the DOM.
 
-Data travels down as method calls/attributes; widgets never reach sideways into
-siblings, they post one of these and let the screen or app decide.
+Data travels down as frames (:class:`hpctui.core.frame.Frame`, pushed by the app to every
+:class:`~hpctui.ui.frame_view.FrameView`); widgets never reach sideways into siblings, they post
+one of these and let the screen or app decide.
 """
 
 from __future__ import annotations
 
 from textual.message import Message
 
+from hpctui.core.frame import Frame
 from hpctui.model import Pod, SlurmJob
 from hpctui.model.action import ActionKind
 
 
 class SnapshotChanged(Message):
-    """The store has new data. Posted at most once while one is pending, so bursts
-    from several sources collapse into one redraw of the latest snapshot."""
+    """The store has new data: ``frame`` is its newest frame. Posted at most once while one is
+    pending; a change meanwhile replaces the pending message's ``frame`` with the newer one, so
+    bursts from several sources collapse into one redraw of the latest frame."""
+
+    def __init__(self, frame: Frame) -> None:
+        super().__init__()
+        self.frame = frame
+
+
+class MigWizardRequested(Message):
+    """The MIG wizard key on the heatmap: the app opens the wizard on ``nodes``."""
+
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.nodes = nodes
 
 
 class ActionRequested(Message):

@@ -51,7 +51,7 @@ def open_screen(app: HpcApp, command: Command) -> None:
     except (ImportError, AttributeError):
         app.notify(f":{command.name}: this view is not available yet", severity="warning", timeout=3)
         return
-    if app._back_to_dashboard():
+    if app.back_to_dashboard():
         app.push_screen(cls(app.runtime, **subject_args(app, cls)))
 
 
@@ -87,7 +87,9 @@ async def run_command(app: HpcApp, text: str) -> None:
 
 async def switch_cluster(app: HpcApp, name: str) -> bool:
     """Stop this cluster's runtime (its pollers), build and start the other one's (its own
-    sources, store, health), and show it on a fresh dashboard. False (and a notice) if not."""
+    sources, store, health), and show it on a fresh dashboard (HpcApp.adopt_runtime). False
+    (and a notice) if not."""
+
     if name == app.runtime.cluster:
         app.notify(f"already on cluster {name}", timeout=2)
         return False
@@ -106,25 +108,7 @@ async def switch_cluster(app: HpcApp, name: str) -> bool:
         return False
     while app.screen is not app.dashboard and len(app.screen_stack) > 2:
         await app.pop_screen()
-    if app._clock is not None:
-        app._clock.stop()
-        app._clock = None
-    old = app.runtime
-    await old.stop()
-    app.runtime = runtime
-    app.read_only = runtime.read_only or app.wall
-    dashboard = app.dashboard_class(runtime, wall=app.wall, actions_enabled=not app.read_only)  # custom keys too
-    await app.pop_screen()  # the old dashboard goes first: the new one takes its id
-    await app.push_screen(dashboard)
-    app.dashboard = dashboard
-    app._drawn_version = -1
-    app._drawn_data_version = -1
-    app._pending = False
-    if app.autostart:
-        app._start_runtime()
-    else:
-        await runtime.collect_once()
-        app.refresh_from_store()
+    await app.adopt_runtime(runtime)
     app.notify(f"cluster {name}", timeout=2)
     app.update_breadcrumb()
     return True

@@ -14,7 +14,7 @@ from hpctui.core.config import parse_config
 from hpctui.core.runtime import runtime_from_config
 from hpctui.ui.app import HpcApp
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
 
 pytestmark = pytest.mark.live

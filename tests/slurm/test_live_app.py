@@ -21,7 +21,7 @@ from hpctui.core.config import load_config
 from hpctui.core.runtime import Runtime, runtime_from_config
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.action_dialog import ActionDialog
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.status import StatusLine
 from hpctui.ui.widgets.tables import QueueTable

@@ -14,7 +14,7 @@ from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.action_dialog import ActionDialog
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 
 async def open_dialog(app: HpcApp, pilot: object, kind: ActionKind, targets: tuple[str, ...],

@@ -15,7 +15,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
 from hpctui.ui.widgets.tables import QueueTable
 
@@ -252,8 +252,8 @@ async def test_coalesces_bursts(make_runtime: Callable[..., Runtime], monkeypatc
     async with app.run_test(size=(120, 40)) as pilot:
         await load(app, pilot)
         drawn: list[int] = []
-        original = app.dashboard.update_snapshot
-        monkeypatch.setattr(app.dashboard, "update_snapshot", lambda s: (drawn.append(1), original(s)))
+        original = app.dashboard.show_frame
+        monkeypatch.setattr(app.dashboard, "show_frame", lambda f: (drawn.append(1), original(f)))
         for _ in range(3):  # three data changes before the app gets to run: one redraw
             app.runtime.store.add_events(())
             app._on_store_change()
@@ -299,7 +299,7 @@ async def test_big_cluster_rows_arrive_from_worker_threads(tmp_path: Path, clock
     import threading
 
     from hpctui.model import IbPort, SlurmNodeInfo, SourceResult
-    from hpctui.ui.widgets import heatmap as heatmap_module
+    from hpctui.ui.widgets import node_heatmap as heatmap_module
 
     threads: dict[str, set[str]] = {"levels": set(), "ib": set()}
 

@@ -26,7 +26,7 @@ from hpctui.sources.demo.source import DemoSource
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource
 from hpctui.ui.app import HpcApp
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 FAKE = Path(__file__).resolve().parents[1] / "fakehttp.py"
 

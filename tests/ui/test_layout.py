@@ -15,7 +15,7 @@ from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.dashboard import TAB_SLOTS, fit_top
 from hpctui.ui.widgets.footer import PINNED, KeyBar, KeyEntry
-from hpctui.ui.widgets.heatmap import LABEL_MIN_WIDTH
+from hpctui.ui.widgets.node_heatmap import LABEL_MIN_WIDTH
 from hpctui.ui.widgets.tabbar import TAB_NAMES, TABS, TabBar
 from hpctui.ui.widgets.vtable import Column, Fit, fit_columns
 

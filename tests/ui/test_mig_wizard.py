@@ -15,7 +15,7 @@ from hpctui.core.runtime import Runtime
 from hpctui.sources.demo.source import DemoSource
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.mig_wizard import MigWizardScreen
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 
 def _mig_node(runtime: Runtime) -> str:

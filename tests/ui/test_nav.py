@@ -29,7 +29,7 @@ from hpctui.ui.screens.command import CommandScreen
 from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
 from hpctui.ui.screens.help import HelpScreen, help_content
 from hpctui.ui.screens.job_detail import JobDetailScreen
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 SIZE = (160, 50)
 
@@ -223,9 +223,9 @@ async def test_vi_keys_move_in_every_pane(make_runtime: Callable[..., Runtime]) 
         await pilot.press("k")
         assert heat.cursor == 0
         dash.ib_pane.scope_all = True
-        dash.ib_pane.show(app.runtime.store.snapshot(), dash.selected)
+        dash.ib_pane.show(app.runtime.frame(), dash.selected)
         dash.mounts_pane.scope_all = True
-        dash.mounts_pane.show(app.runtime.store.snapshot(), dash.selected)
+        dash.mounts_pane.show(app.runtime.frame(), dash.selected)
         await pilot.pause()
         for view in ("queue", "problems", "events", "pods", "ib", "mounts"):
             dash.show_view(view)

@@ -10,10 +10,10 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical
 
 from hpctui.findings.health import Thresholds
-from hpctui.ui.heat import Metric
+from hpctui.ui.heatmap_levels import Metric
 from hpctui.ui.themes import DEFAULT_VARIABLES
 from hpctui.ui.widgets.borders import set_border_text
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.spark import spark_content
 from hpctui.ui.widgets.tables import QueueTable
 

@@ -16,7 +16,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.job_detail import JobDetailScreen, job_lines
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import controller_summary
 from hpctui.ui.widgets.tables import QueueTable
 

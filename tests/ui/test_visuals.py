@@ -12,10 +12,10 @@ from hpctui.core.heatmap_settings import HeatmapSettings
 from hpctui.core.runtime import demo_runtime
 from hpctui.model import Severity
 from hpctui.ui.app import HpcApp
-from hpctui.ui.heat import CIVIDIS, GLYPH_NONE, Metric
+from hpctui.ui.heatmap_levels import CIVIDIS, GLYPH_NONE, Metric
 from hpctui.ui.screens.charts import ChartsScreen
 from hpctui.ui.screens.gpus import GpusScreen, gpu_indexes
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 RACKS = {"r01": "gpu[0001-0016]", "r02": "gpu[0017-0032]", "r03": "gpu[0033-0064]"}
 
@@ -257,7 +257,7 @@ def test_gpu_indexes() -> None:
 
 
 async def test_config_palette_reaches_the_heatmap(tmp_path: Path) -> None:
-    from hpctui.ui.heat import COLORBLIND_HEALTH
+    from hpctui.ui.heatmap_levels import COLORBLIND_HEALTH
 
     app, clock = make_app(tmp_path, HeatmapSettings(palette="colorblind", group_by="partition"))
     async with app.run_test(size=(160, 50)) as pilot:

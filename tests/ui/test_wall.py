@@ -21,7 +21,7 @@ from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.wall import WallScreen, wall_counts
 from hpctui.ui.widgets.footer import KeyBar
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
 
 SWITCHER_CHILD = {"heatmap": "wall-heatmap-view", "problems": "wall-problems", "queue": "wall-queue",

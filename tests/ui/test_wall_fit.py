@@ -77,7 +77,7 @@ def test_more_row_counts_the_hidden_nodes_by_kind() -> None:
 
 
 def test_fit_cells_scales_with_nodes_and_screen() -> None:
-    from hpctui.ui.widgets.heatmap import fit_cells
+    from hpctui.ui.widgets.node_heatmap import fit_cells
 
     def rows(n: int) -> Callable[[int], int]:
         return lambda cols: -(-n // cols)

@@ -8,9 +8,9 @@ from textual.app import App, ComposeResult
 
 from hpctui.findings.health import Thresholds
 from hpctui.model import Severity
-from hpctui.ui.heat import NA_LEVEL, Metric, compute_levels, node_names
+from hpctui.ui.heatmap_levels import NA_LEVEL, Metric, compute_levels, node_names
 from hpctui.ui.themes import DEFAULT_VARIABLES
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.tables import QueueTable
 
 
@@ -101,7 +101,7 @@ async def test_table_100k_sort_filter_visible_only() -> None:
 
 def test_cell_width_fits_the_cluster_to_the_screen() -> None:
     from hpctui.ui.labels import classic_label as node_label
-    from hpctui.ui.widgets.heatmap import MAX_CELL_WIDTH, NodeHeatmap
+    from hpctui.ui.widgets.node_heatmap import MAX_CELL_WIDTH, NodeHeatmap
 
     hm = NodeHeatmap(cell_width=2)
     hm.names = [f"gpu{i:04d}" for i in range(80)]

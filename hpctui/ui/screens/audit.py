@@ -28,7 +28,7 @@ from hpctui.ui.widgets.vtable import Column, VirtualTable
 
 if TYPE_CHECKING:
     from hpctui.actions.audit import AuditLog
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 _NODE_ACTIONS = frozenset(k.value for k in NODE_ACTIONS)
 RESULT_VAR = {"ok": "success", "failed": "error", "interrupted": "warning", "refused": "warning"}
@@ -180,8 +180,8 @@ class AuditScreen(TableViewScreen):
     title_text = "Audit trail  (newest first)"
     filter_placeholder = "user:alice action:drain target:gpu0012 since:1h result:failed  + free words"
 
-    def __init__(self, runtime: Runtime) -> None:
-        super().__init__(runtime, AuditTable())
+    def __init__(self, port: UiPort) -> None:
+        super().__init__(port, AuditTable())
         self.entries: list[AuditEntry] = []
         self.filter = AuditFilter()
         self.read_error: str | None = None
@@ -197,7 +197,7 @@ class AuditScreen(TableViewScreen):
 
     @property
     def path(self) -> str | None:
-        audit = self.runtime.executor.audit
+        audit = self.port.audit_log
         return None if audit is None else str(audit.path)
 
     def refresh_rows(self) -> None:
@@ -207,7 +207,7 @@ class AuditScreen(TableViewScreen):
         """Re-read the audit file when it changed (size, mtime), in a worker thread: the file may
         be big or on NFS (a hung mount must not freeze the UI). Only its newest records are read
         (``TAIL_BYTES``); one read at a time, and a change seen meanwhile reads again after it."""
-        audit = self.runtime.executor.audit
+        audit = self.port.audit_log
         if audit is None:
             self.read_error = "no audit log configured"
             self._show()
@@ -226,7 +226,7 @@ class AuditScreen(TableViewScreen):
                 self._again = self._force = False
                 stamp = None if force else self._stamp
                 try:
-                    got = await asyncio.to_thread(load_tail, path, self.runtime.cluster, stamp,
+                    got = await asyncio.to_thread(load_tail, path, self.port.cluster, stamp,
                                                   tail_bytes=audit.tail_bytes, max_records=audit.tail_records)
                 except OSError as exc:
                     self._stamp = None  # try again on the next check
@@ -247,14 +247,14 @@ class AuditScreen(TableViewScreen):
             self._reading = False
 
     def _show(self) -> None:
-        now = self.runtime.clock()
+        now = self.port.clock()
         rows = [e for e in self.entries if self.filter.match(e, now)]
         self.table.set_rows(rows)
         parts = [f"{len(rows)} of {len(self.entries)} actions"]
         if self.path:
             parts.append(self.path)
         if self.cut:
-            tail_mb = (audit.tail_bytes if (audit := self.runtime.executor.audit) else TAIL_BYTES) >> 20
+            tail_mb = (audit.tail_bytes if (audit := self.port.audit_log) else TAIL_BYTES) >> 20
             parts.append(f"newest {len(self.entries)} only (the last {tail_mb} MB of the file)")
         if self.skipped:
             parts.append(f"audit log: {self.skipped} unreadable line(s) skipped")

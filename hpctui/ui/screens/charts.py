@@ -8,9 +8,7 @@ real axes with units, a legend, the x axis in minutes before now.
 
 from __future__ import annotations
 
-import inspect
 import math
-from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +18,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from hpctui.core.runtime import Runtime
+from hpctui.core.frame import Frame
+from hpctui.core.ports import UiPort
 from hpctui.core.series_history import GPU_METRICS, GPU_TITLES, GPU_UNITS, IB_UNITS, Series
 from hpctui.model import ClusterSnapshot
 from hpctui.ui.widgets.footer import KeyBar
@@ -89,9 +88,9 @@ class ChartsScreen(Screen[None]):
     ChartsScreen .legend { height: auto; max-height: 3; padding: 0 1; }
     """
 
-    def __init__(self, runtime: Runtime, node: str | None = None) -> None:
+    def __init__(self, port: UiPort, node: str | None = None) -> None:
         super().__init__(id="charts")
-        self.runtime = runtime
+        self.port = port
         self.node = node
         self.window_s = WINDOWS[0]
         self.snapshot: ClusterSnapshot | None = None
@@ -112,37 +111,34 @@ class ChartsScreen(Screen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        store = self.runtime.store
-        snapshot = store.snapshot()
+        frame = self.port.frame()
+        snapshot = frame.snapshot
         if self.node is None:
             self.node = next(iter(snapshot.gpus), None) or next(iter(snapshot.nodes), None)
         if self.node is not None:
-            store.series.watch(self.node)
-        self.update_snapshot(snapshot)
+            self.port.watch_series(self.node)
+        self.show_frame(frame)
         self.call_after_refresh(self.redraw)  # legends wrap to the laid-out width
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.redraw)
 
     # -- data ---------------------------------------------------------------------------
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        self.snapshot = snapshot
+    def show_frame(self, frame: Frame) -> None:
+        """New data: the store's rings are drawn again (a history window is asked for once per node and window)."""
+        self.snapshot = frame.snapshot
         self._maybe_fetch()
         self.redraw()
 
-    def _metrics_source(self) -> Any:
-        return next((s for s in self.runtime.sources if inspect.iscoroutinefunction(getattr(s, "history", None))),
-                    None)
-
     def _maybe_fetch(self) -> None:
-        source = self._metrics_source()
+        source = self.port.history_source
         key = (self.node, self.window_s)
         if source is None or self.node is None or key == self._remote_key:
             return
         self._remote_key = key
         self.run_worker(self._fetch(source, self.node, self.window_s), group="charts-history", exclusive=True)
 
-    async def _fetch(self, source: Any, node: str, window_s: float) -> None:
+    async def _fetch(self, source: str, node: str, window_s: float) -> None:
         """Range queries, one per GPU and metric; a failure keeps the store's rings."""
         gpus = [g.index for g in (self.snapshot.gpus.get(node, ()) if self.snapshot else ())]
         out: dict[str, list[Series]] = {}
@@ -150,7 +146,9 @@ class ChartsScreen(Screen[None]):
             for metric in GPU_METRICS:
                 series = []
                 for index in gpus:
-                    hist = await source.history(node, metric, gpu=index, window_s=window_s)
+                    hist = await self.port.history(node, metric, gpu=index, window_s=window_s)
+                    if hist is None:  # no history source any more
+                        return
                     scale = 1 / 1024.0 if metric == "mem" else 1.0  # DCGM FB_USED is MiB
                     series.append(Series(f"GPU {index}", [t for t, _ in hist.points],
                                          [v * scale for _, v in hist.points]))
@@ -161,7 +159,7 @@ class ChartsScreen(Screen[None]):
             return
         if node == self.node and window_s == self.window_s:
             self._remote = out
-            self.source_text = getattr(source, "name", "prometheus") if out else "store"
+            self.source_text = source if out else "store"
             self.redraw()
 
     def gpu_series(self, metric: str) -> list[Series]:
@@ -169,22 +167,22 @@ class ChartsScreen(Screen[None]):
             return self._remote[metric]
         if self.node is None:
             return []
-        return self.runtime.store.series.gpu_series(self.node, metric, self.window_s, self._now())
+        return self.port.series.gpu_series(self.node, metric, self.window_s, self._now())
 
     def _poll_interval(self) -> float:
         """The slowest source's poll interval (the one a chart's data may come from)."""
-        return max((float(getattr(s, "interval_s", 0.0) or 0.0) for s in self.runtime.sources), default=0.0) or 2.0
+        return max((float(s or 0.0) for s in self.port.poll_intervals().values()), default=0.0) or 2.0
 
     def _now(self) -> float:
         snap = self.snapshot
-        return snap.time if snap is not None else self.runtime.clock()
+        return snap.time if snap is not None else self.port.clock()
 
     # -- drawing ---------------------------------------------------------------------------
     def redraw(self) -> None:
         if not self.is_attached:
             return
         now = self._now()
-        series_store = self.runtime.store.series
+        series_store = self.port.series
         tracked = self.node is not None and series_store.node(self.node) is not None
         head = f"Charts · {self.node or 'no node'} · last {WINDOW_TEXT[self.window_s]} (w: switch) · from {self.source_text}"
         if self.node is not None and not tracked and not self._remote:
@@ -262,7 +260,7 @@ class ChartsScreen(Screen[None]):
         names = list(snap.gpus)
         i = names.index(self.node) if self.node in names else -1
         self.node = names[(i + step) % len(names)]
-        self.runtime.store.series.watch(self.node)
+        self.port.watch_series(self.node)
         self._remote = {}
         self.source_text = "store"
         self._maybe_fetch()

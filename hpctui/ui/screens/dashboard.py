@@ -1,13 +1,11 @@
 """The one dashboard screen: every pane, fed top-down from a snapshot.
 
-The screen is the only place that knows all panes; it pushes each new snapshot
-down and routes the heatmap's cursor (a message up) to the panes that follow
+The screen is the only place that knows all panes; it pushes each new frame
+(hpctui.core.frame) down and routes the heatmap's cursor (a message up) to the panes that follow
 the selected node. Panes never talk to each other.
 """
 
 from __future__ import annotations
-
-import inspect
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,7 +18,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from hpctui.core.runtime import Runtime
+from hpctui.core.frame import Frame
+from hpctui.core.ports import UiPort
 from hpctui.model import ClusterSnapshot, Gpu, Part, Pod, SlurmJob
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
@@ -33,8 +32,8 @@ from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
-from hpctui.ui.widgets.heatmap_pane import HeatmapPane
+from hpctui.ui.widgets.heatmap_legend_pane import HeatmapPane
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
 from hpctui.ui.widgets.problems import ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
@@ -81,7 +80,7 @@ TAB_SLOTS = {  # tab -> (row id, id of the widget shown in that row)
     "ib": ("bottom", "ib-pane"), "mounts": ("bottom", "mounts-pane"),
 }
 LEGEND_CELLS = 115  # the heatmap legend's length in cells (packed into lines of the pane's width)
-LABEL_CELL = 5  # heatmap cell width that shows node numbers (hpctui.ui.widgets.heatmap.LABEL_MIN_WIDTH)
+LABEL_CELL = 5  # heatmap cell width that shows node numbers (hpctui.ui.widgets.node_heatmap.LABEL_MIN_WIDTH)
 
 
 def fit_top(width: int, main_height: int, nodes: int, max_gpus: int, *, wall: bool = False) -> tuple[int, int]:
@@ -118,12 +117,13 @@ class DashboardScreen(Screen[None]):
     # itself: the pane borders (move_focus_frame), the tables' cursor (VTable.on_focus/on_blur).
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
-    def __init__(self, runtime: Runtime, *, wall: bool = False, actions_enabled: bool = True) -> None:
+    def __init__(self, port: UiPort, *, wall: bool = False, actions_enabled: bool = True) -> None:
         super().__init__(id="dashboard")
-        self.runtime = runtime
+        self.port = port
         self.wall = wall
         self.actions_enabled = actions_enabled and not wall
-        self.snapshot: ClusterSnapshot | None = None
+        self.frame: Frame | None = None
+        self.snapshot: ClusterSnapshot | None = None  # the frame's (kept: most readers want only it)
         self.selected: str | None = None
         # the subject's job and pod: the last ones named (g JOBID, the queue/pod cursor), and what
         # the last selection named ("node", "job", "pod"): see hpctui.ui.subject
@@ -136,21 +136,22 @@ class DashboardScreen(Screen[None]):
         self._pods_in: tuple[Pod, ...] | None = None
         self._pods_rows: list[Pod] = []
         self._max_gpus_of: tuple[dict[str, tuple[Gpu, ...]], int] | None = None
-        self.heatmap = NodeHeatmap(runtime.thresholds, cell_width=3 if wall else 2,
+        self.heatmap = NodeHeatmap(port.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled,
-                                   settings=getattr(runtime, "heatmap", None), id="heatmap")
+                                   settings=port.heatmap, id="heatmap")
         self.gpu_panel = GpuPanel(id="gpu-panel")
-        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, id="queue"),
+        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, clock=port.clock,
+                                                              id="queue"),
                                     id="queue-pane")
         self.pods_pane = TablePane("K8s pods", pod_table(id="pods", actions_enabled=self.actions_enabled),
                                    id="pods-pane")
         self.ib_pane: ScopedPane[LinkRow] = ScopedPane("IB links", link_table(id="ib"),
-                                                       ib_node_rows(runtime.thresholds), id="ib-pane")
+                                                       ib_node_rows(), id="ib-pane")
         self.mounts_pane: ScopedPane[MountRow] = ScopedPane("Mounts", mount_table(id="mounts"),
-                                                          mount_node_rows(runtime.thresholds),
+                                                          mount_node_rows(),
                                                           id="mounts-pane")
-        self.problems_pane = ProblemsPane(runtime.thresholds, id="problems-pane")
-        self.events_pane = EventsPane(load_history=runtime.audit_history, id="events-pane")
+        self.problems_pane = ProblemsPane(port.thresholds, port=port, id="problems-pane")
+        self.events_pane = EventsPane(load_history=port.audit_history, id="events-pane")
         self.view = "problems" if wall else "queue"
         self.drill: list[tuple[str, str]] = []  # view stack inside the dashboard: (from pane, node), enter/esc
         self.tab = "heatmap"  # the pane the narrow layout shows (and the tab bar highlights)
@@ -305,13 +306,15 @@ class DashboardScreen(Screen[None]):
         return None
 
     # -- data down ------------------------------------------------------------
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        self.snapshot = snapshot
-        self.heatmap.update_snapshot(snapshot)
+    def show_frame(self, frame: Frame) -> None:
+        """Draw a new frame in every pane (the app calls this once per data change)."""
+        self.frame = frame
+        snapshot = self.snapshot = frame.snapshot
+        self.heatmap.update_snapshot(snapshot, frame.findings)
         self.query_one(HeatmapPane).update_title()
         if self.selected is None or not self.heatmap.knows(self.selected):
             self.selected = self.heatmap.cursor_node
-        now = self.runtime.clock()
+        now = self.port.clock()
         self.queue_pane.data_status = part_status(snapshot, Part.SLURM_JOBS, now) or no_source_note(snapshot, Part.SLURM_JOBS)
         self.pods_pane.data_status = part_status(snapshot, Part.PODS, now) or no_source_note(snapshot, Part.PODS)
         self.ib_pane.data_status = no_source_note(snapshot, Part.IB)
@@ -320,30 +323,30 @@ class DashboardScreen(Screen[None]):
         if snapshot.pods is not self._pods_in:  # same pods: the same sorted list, so the table skips it
             self._pods_in, self._pods_rows = snapshot.pods, pod_trouble_first(snapshot.pods)
         self.pods_pane.set_rows(self._pods_rows)
-        self.ib_pane.show(snapshot, self.selected)
-        self.mounts_pane.show(snapshot, self.selected)
-        self.problems_pane.show(snapshot)
-        self.events_pane.show(snapshot, self.selected)
+        self.ib_pane.show(frame, self.selected)
+        self.mounts_pane.show(frame, self.selected)
+        self.problems_pane.show(frame)
+        self.events_pane.show(frame, self.selected)
         self._show_node()
         self.update_status()
         self._fit_panes()
         self._apply_tab()
 
-    def update_health(self, snapshot: ClusterSnapshot) -> None:
+    def update_health(self, frame: Frame) -> None:
         """Same data, new source health (an error, a retry): status line and pane markers only."""
-        self.snapshot = snapshot
+        self.frame = frame
+        self.snapshot = frame.snapshot
         self.update_status()
 
     def update_status(self) -> None:
         if self.snapshot is None or getattr(self.app, "shutting_down", False):
             return
-        rt = self.runtime
-        intervals = {s.name: s.interval_s for s in rt.sources}
-        content = status_content(self.snapshot.cluster, self.snapshot.sources, rt.clock(), intervals,
-                                 rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall,
+        port = self.port
+        content = status_content(self.snapshot.cluster, self.snapshot.sources, port.clock(), port.poll_intervals(),
+                                 port.thresholds, read_only=port.read_only or self.wall, wall=self.wall,
                                  subject="" if self.wall else self.subject().text())
         self.query_one(StatusLine).show(content)
-        now = rt.clock()
+        now = port.clock()
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
         subtitle = ctl_marker or controller_summary(self.snapshot.controller)
         if subtitle != self._queue_subtitle:  # a new subtitle repaints the whole pane: only on change
@@ -360,25 +363,25 @@ class DashboardScreen(Screen[None]):
                 pane.update_title()
 
     def _show_node(self) -> None:
-        if self.snapshot is not None:
-            self.gpu_panel.show(self.snapshot, self.selected, self.runtime.thresholds, self.runtime.store.history.get)
+        if self.frame is not None:
+            self.gpu_panel.show(self.frame, self.selected, self.port.thresholds, self.port.node_history)
             if self.selected is not None and self.selected != self._history_node:
                 self._history_node = self.selected
-                self.runtime.store.series.watch(self.selected)  # big clusters: chart what was looked at
+                self.port.watch_series(self.selected)  # big clusters: chart what was looked at
                 self._load_history(self.selected)
 
     def _load_history(self, node: str) -> None:
         """Ask a metrics source (Prometheus) for the node's history: a range query, off the draw path."""
-        source = next((s for s in self.runtime.sources if inspect.iscoroutinefunction(getattr(s, "history", None))),
-                      None)
-        if source is not None:
-            self.run_worker(self._fetch_history(source, node), group="node-history", exclusive=True)
+        if self.port.history_source is not None:
+            self.run_worker(self._fetch_history(node), group="node-history", exclusive=True)
 
-    async def _fetch_history(self, source: object, node: str) -> None:
+    async def _fetch_history(self, node: str) -> None:
         try:
-            hist = await source.history(node, "util")  # type: ignore[attr-defined]
+            hist = await self.port.history(node, "util")
         except Exception as exc:  # a failed range query costs the chart, never the panel
             self.gpu_panel.show_history(node, [], f"history: {type(exc).__name__}: {exc}"[:80])
+            return
+        if hist is None:
             return
         window = hist.window_text if hist.points else f"{hist.window_text}: no data"
         self.gpu_panel.show_history(node, [v for _, v in hist.points], window)
@@ -531,7 +534,7 @@ class DashboardScreen(Screen[None]):
         """``v``: the selected node's per-GPU and per-port history (hpctui.ui.screens.charts)."""
         from hpctui.ui.screens.charts import ChartsScreen
 
-        self.app.push_screen(ChartsScreen(self.runtime, node=event.node))
+        self.app.push_screen(ChartsScreen(self.port, node=event.node))
 
     @on(NodeRequested)
     def _node_requested(self, event: NodeRequested) -> None:

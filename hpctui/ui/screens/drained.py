@@ -22,7 +22,7 @@ from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 NO_REASON = "(no reason)"
 CORDONED = "cordoned (unschedulable)"
@@ -111,8 +111,8 @@ class DrainedScreen(TableViewScreen):
     title_text = "Drained / down / cordoned nodes  (sinfo -R; newest first)"
     rows_in_thread = True
 
-    def __init__(self, runtime: Runtime) -> None:
-        super().__init__(runtime, DrainTable())
+    def __init__(self, port: UiPort) -> None:
+        super().__init__(port, DrainTable())
         self.rows: list[DrainRow] = []
 
     def build_rows(self, snapshot: ClusterSnapshot) -> list[DrainRow]:

@@ -21,7 +21,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from hpctui.core.series_history import SeriesHistory
+from hpctui.core.ports import SeriesReader
 from hpctui.findings.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Event, Gpu, IbPort, Mount, Severity
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
@@ -191,7 +191,7 @@ def related_events(events: Sequence[Event], finding: Finding) -> list[str]:
     return out[:MAX_EVENTS] or ["none stored"]
 
 
-def gpu_history_lines(series: SeriesHistory | None, finding: Finding, now: float) -> list[str]:
+def gpu_history_lines(series: SeriesReader | None, finding: Finding, now: float) -> list[str]:
     """Min / max / now of the finding's GPU over the last minutes, where the charts keep it."""
     parts = finding.object.split("/")
     if series is None or parts[0] != "gpu" or len(parts) != 3:
@@ -209,7 +209,7 @@ def gpu_history_lines(series: SeriesHistory | None, finding: Finding, now: float
 
 def explain(snapshot: ClusterSnapshot, finding: Finding, thresholds: Thresholds, *, since: float | None = None,
             bad_count: int = 1, last_bad: float | None = None, node_findings: Sequence[Finding] = (),
-            events: Sequence[Event] = (), series: SeriesHistory | None = None, number: int | None = None,
+            events: Sequence[Event] = (), series: SeriesReader | None = None, number: int | None = None,
             window_s: float = 600.0) -> Explained:
     """Everything the explain view shows about ``finding`` (pure: tests and the screen share it)."""
     node = object_node(finding.object)

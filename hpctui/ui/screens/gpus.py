@@ -15,16 +15,17 @@ from functools import partial
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.worker import Worker
 
-from hpctui.core.runtime import Runtime
-from hpctui.findings.correlate import workload_index
+from hpctui.core.frame import Frame
+from hpctui.core.ports import UiPort
 from hpctui.findings.health import Finding, Thresholds
-from hpctui.findings.index import findings_for
-from hpctui.model import ClusterSnapshot, Gpu, Severity
+from hpctui.model import Gpu, Severity
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.tables import SEVERITY_VAR
 from hpctui.ui.widgets.vtable import Column, VirtualTable, na_last
+from hpctui.ui.workers import LatestOnly
 
 THREAD_ABOVE = 2048  # nodes: above this, rows are built in a worker thread
 
@@ -104,15 +105,15 @@ def gpu_indexes(text: str | None) -> frozenset[int] | None:
 
 
 class GpuRows:
-    """Rows for a snapshot, reusing each node's rows while its inputs are the same objects."""
+    """Rows for a frame, reusing each node's rows while its inputs are the same objects."""
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
-        self.thresholds = thresholds or Thresholds()
+        self.thresholds = thresholds or Thresholds()  # (kept for callers; the findings come with the frame)
         self._cache: dict[str, tuple[object, object, object, list[GpuRow]]] = {}
 
-    def __call__(self, snapshot: ClusterSnapshot) -> list[GpuRow]:
-        index = findings_for(snapshot, self.thresholds)
-        work = workload_index(snapshot)
+    def __call__(self, frame: Frame) -> list[GpuRow]:
+        """Every GPU of ``frame``, with its findings and the jobs and pods on it."""
+        snapshot, index, work = frame.snapshot, frame.findings, frame.workload
         empty: tuple[Finding, ...] = ()
         new: dict[str, tuple[object, object, object, list[GpuRow]]] = {}
         rows: list[GpuRow] = []
@@ -156,7 +157,9 @@ class GpuTable(VirtualTable[GpuRow]):
         if row is not None:
             from hpctui.ui.screens.charts import ChartsScreen
 
-            self.app.push_screen(ChartsScreen(self.screen.runtime, node=row.gpu.node))  # type: ignore[attr-defined]
+            screen = self.screen
+            if isinstance(screen, GpusScreen):
+                self.app.push_screen(ChartsScreen(screen.port, node=row.gpu.node))
 
 
 class GpusScreen(Screen[None]):
@@ -167,34 +170,30 @@ class GpusScreen(Screen[None]):
     GpusScreen TablePane { height: 1fr; }
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, port: UiPort) -> None:
         super().__init__(id="gpus")
-        self.runtime = runtime
+        self.port = port
         self.table = GpuTable(id="gpu-table")
         self.pane = TablePane("GPUs", self.table, id="gpus-pane")
-        self.rows_for = GpuRows(runtime.thresholds)
-        self._request = 0
+        self.rows_for = GpuRows(port.thresholds)
+        self._rows: LatestOnly[list[GpuRow]] = LatestOnly(self, "gpu-rows", self.pane.set_rows)
 
     def compose(self) -> ComposeResult:
         yield self.pane
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.update_snapshot(self.runtime.store.snapshot())
+        self.show_frame(self.port.frame())
         self.table.focus()
 
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        self._request += 1
-        if len(snapshot.gpus) < THREAD_ABOVE:
-            self.pane.set_rows(self.rows_for(snapshot))
+    def show_frame(self, frame: Frame) -> None:
+        """Rows of ``frame`` (built in a thread on big clusters)."""
+        if len(frame.snapshot.gpus) < THREAD_ABOVE:
+            self._rows.cancel()
+            self.pane.set_rows(self.rows_for(frame))
             return
-        job = partial(self._rows_thread, snapshot, self._request)
-        self.run_worker(job, name="gpu-rows", group="gpu-rows", description="GPU rows", thread=True, exclusive=True)
+        self._rows.run(partial(self.rows_for, frame), "GPU rows")
 
-    def _rows_thread(self, snapshot: ClusterSnapshot, request: int) -> None:
-        rows = self.rows_for(snapshot)
-        self.app.call_from_thread(self._apply, rows, request)
-
-    def _apply(self, rows: list[GpuRow], request: int) -> None:
-        if request == self._request:
-            self.pane.set_rows(rows)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._rows.take(event):
+            event.stop()

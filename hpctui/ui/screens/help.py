@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from hpctui.ui.heat import GLYPH_LEGEND
+from hpctui.ui.heatmap_levels import GLYPH_LEGEND
 from hpctui.ui.registry import COMMANDS, display_key, help_groups
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 

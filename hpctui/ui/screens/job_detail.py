@@ -22,7 +22,7 @@ from hpctui.ui.keys import JOB_ACTION_KEYS, TRIAGE_KEYS, app_bindings, bindings
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 
 def _when(t: float | None, now: float) -> str:
@@ -98,9 +98,9 @@ class JobDetailScreen(ModalScreen[None]):
     JobDetailScreen VerticalScroll { height: auto; max-height: 40; }
     """
 
-    def __init__(self, runtime: Runtime, job: SlurmJob) -> None:
+    def __init__(self, port: UiPort, job: SlurmJob) -> None:
         super().__init__()
-        self.runtime = runtime
+        self.port = port
         self.job = job
 
     def compose(self) -> ComposeResult:
@@ -108,7 +108,7 @@ class JobDetailScreen(ModalScreen[None]):
             yield Label(f"Slurm job {self.job.display_id}  (esc: close · j/k: scroll · s: select its nodes · R H z Z x: act)",
                         id="job-title", markup=False)  # the id holds Slurm's array task string: a cluster string
             with VerticalScroll():
-                yield Static(job_lines(self.job, self.runtime.clock()), id="job-body", markup=False)
+                yield Static(job_lines(self.job, self.port.clock()), id="job-body", markup=False)
                 yield Static("", id="job-accounting", markup=False)
 
     def on_mount(self) -> None:
@@ -119,7 +119,7 @@ class JobDetailScreen(ModalScreen[None]):
     async def _load_accounting(self) -> None:
         target = self.query_one("#job-accounting", Static)
         try:
-            info = await self.runtime.accounting(self.job.user, self.job.account)
+            info = await self.port.accounting(self.job.user, self.job.account)
         except Exception as exc:  # a failed lookup is shown, never raised into the UI
             target.update(Content(f"fair-share / QoS: {type(exc).__name__}: {exc}"))
             return

@@ -21,7 +21,7 @@ from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 _BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 STATE_VAR = {"UP": "success", "DOWN": "error", "INACTIVE": "error", "DRAIN": "warning"}
@@ -169,13 +169,13 @@ class PartitionsScreen(TableViewScreen):
     title_text = "Partitions  (sinfo -s; * = default partition)"
     rows_in_thread = True
 
-    def __init__(self, runtime: Runtime) -> None:
-        super().__init__(runtime, PartitionTable())
+    def __init__(self, port: UiPort) -> None:
+        super().__init__(port, PartitionTable())
         self.rows: list[PartitionRow] = []
 
     @property
     def read_only(self) -> bool:
-        return bool(getattr(self.app, "read_only", self.runtime.read_only))
+        return bool(getattr(self.app, "read_only", self.port.read_only))
 
     def build_rows(self, snapshot: ClusterSnapshot) -> list[PartitionRow]:
         return partition_rows(snapshot)

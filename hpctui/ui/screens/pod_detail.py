@@ -1,9 +1,9 @@
 """One Kubernetes pod in full (its object as YAML and its events) or its last log lines,
-fetched on demand from the k8s source that knows it. Everything shown is sanitised text."""
+fetched on demand through the UI port (the runtime finds the source that inspects pods).
+Everything shown is sanitised text."""
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -18,7 +18,7 @@ from hpctui.model import Pod
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 
 class PodDetailScreen(ModalScreen[None]):
@@ -29,9 +29,9 @@ class PodDetailScreen(ModalScreen[None]):
     PodDetailScreen #pod-title { text-style: bold; width: 100%; }
     """
 
-    def __init__(self, runtime: Runtime, pod: Pod, what: str) -> None:
+    def __init__(self, port: UiPort, pod: Pod, what: str) -> None:
         super().__init__()
-        self.runtime = runtime
+        self.port = port
         self.pod = pod
         self.what = what
         self.text: str | None = None  # what is shown, once loaded (tests read it)
@@ -48,16 +48,12 @@ class PodDetailScreen(ModalScreen[None]):
 
     @work(exclusive=True, group="pod-detail", description="pod detail")
     async def _load(self) -> None:
-        method = "describe_pod" if self.what == "describe" else "pod_logs"
-        text = f"no configured source can show {self.what}"
-        for source in self.runtime.sources:
-            fn = getattr(source, method, None)
-            if fn is not None and inspect.iscoroutinefunction(fn):
-                try:
-                    text = await fn(self.pod.namespace, self.pod.name)
-                except Exception as exc:  # shown, never raised into the UI
-                    text = f"{type(exc).__name__}: {exc}"
-                break
+        fetch = self.port.describe_pod if self.what == "describe" else self.port.pod_logs
+        try:
+            got = await fetch(self.pod.namespace, self.pod.name)
+        except Exception as exc:  # shown, never raised into the UI
+            got = f"{type(exc).__name__}: {exc}"
+        text = got if got is not None else f"no configured source can show {self.what}"
         self.text = clean_text(text, keep_newlines=True)
         self.query_one("#pod-body", Static).update(self.text)
 

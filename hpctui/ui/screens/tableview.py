@@ -15,12 +15,15 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Label, Static
+from textual.worker import Worker
 
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.vtable import VirtualTable
+from hpctui.ui.workers import LatestOnly
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.frame import Frame
+    from hpctui.core.ports import UiPort
     from hpctui.model import ClusterSnapshot
 
 THREAD_ABOVE = 2048  # nodes: above this, views that can build their rows off the UI thread do (as :gpus)
@@ -43,14 +46,14 @@ class TableViewScreen(Screen[None]):
     rows_in_thread = False  # True: build_rows is pure (thread-safe) and show_rows draws them
     filter_placeholder = "filter (substring, re:regex, a hostlist; ! inverts)"
 
-    def __init__(self, runtime: Runtime, table: VirtualTable[Any]) -> None:
+    def __init__(self, port: UiPort, table: VirtualTable[Any]) -> None:
         super().__init__()
-        self.runtime = runtime
+        self.port = port
         self.table = table
         self.table.filter_opener = self._open_filter
         self.snapshot: ClusterSnapshot | None = None
         self.info_text = ""
-        self._request = 0
+        self._rows: LatestOnly[list[Any]] = LatestOnly(self, "view-rows", self._apply_rows)
 
     def compose(self) -> ComposeResult:
         yield Label(self.title_text, id="view-title", markup=False)
@@ -61,26 +64,24 @@ class TableViewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.table.focus()
-        self.update_snapshot(self.runtime.store.snapshot())
+        self.show_frame(self.port.frame())
 
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        """New data from the store (HpcApp.refresh_from_store calls this on every stacked screen)."""
-        self.snapshot = snapshot
-        self._request += 1
+    def show_frame(self, frame: Frame) -> None:
+        """New data (the app pushes every frame to each stacked screen)."""
+        snapshot = self.snapshot = frame.snapshot
         if not self.rows_in_thread or len(snapshot.nodes) < THREAD_ABOVE:
+            self._rows.cancel()
             self.refresh_rows()
             return
         # a big cluster: fold hostlists and count in a worker thread, draw the newest answer only
-        job = partial(self._rows_thread, snapshot, self._request)
-        self.run_worker(job, name="view-rows", group="view-rows", description="view rows", thread=True,
-                        exclusive=True)
+        self._rows.run(partial(self.build_rows, snapshot), "view rows")
 
-    def _rows_thread(self, snapshot: ClusterSnapshot, request: int) -> None:
-        rows = self.build_rows(snapshot)
-        self.app.call_from_thread(self._apply_rows, rows, request)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._rows.take(event):
+            event.stop()
 
-    def _apply_rows(self, rows: list[Any], request: int) -> None:
-        if request == self._request and self.is_attached:
+    def _apply_rows(self, rows: list[Any]) -> None:
+        if self.is_attached:
             self.show_rows(rows)
 
     def refresh_rows(self) -> None:

@@ -13,7 +13,7 @@ every one of them, or as many as fit and a last row "+N more" with their counts 
 (:func:`fit_problem_rows`). Nothing on it takes focus and no key is shown: the app
 disables every binding but quit while the wall is up (see ``HpcApp.check_action``).
 
-Rotation and the clock follow ``runtime.clock`` (ticked once a second by a timer), so a test
+Rotation and the clock follow the port's ``clock`` (ticked once a second by a timer), so a test
 with a fake clock can drive hours of it without waiting.
 """
 
@@ -29,18 +29,19 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Digits, Static
 
-from hpctui.core.runtime import Runtime
+from hpctui.core.frame import Frame
+from hpctui.core.ports import UiPort
 from hpctui.core.wall_settings import WallSettings
 from hpctui.findings.health import Finding, Thresholds
-from hpctui.findings.index import FindingsIndex, findings_for
+from hpctui.findings.index import FindingsIndex
 from hpctui.model import ClusterSnapshot, Severity
 from hpctui.ui.fmt import age
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap, fit_cells
-from hpctui.ui.widgets.heatmap_pane import HeatmapPane, legend_content
+from hpctui.ui.widgets.heatmap_legend_pane import HeatmapPane, legend_content
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap, fit_cells
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.problems import SEVERITY_WORD, ProblemRow, ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, status_content
@@ -252,12 +253,13 @@ class WallScreen(Screen[None]):
     }
     """
 
-    def __init__(self, runtime: Runtime, settings: WallSettings | None = None) -> None:
+    def __init__(self, port: UiPort, settings: WallSettings | None = None) -> None:
         super().__init__(id="wall")
-        self.runtime = runtime
-        self.settings = settings or getattr(runtime, "wall_settings", None) or WallSettings()
+        self.port = port
+        self.settings = settings or port.wall_settings
         self.views: list[str] = list(self.settings.views)
         self.view_index = 0
+        self.frame: Frame | None = None
         self.snapshot: ClusterSnapshot | None = None
         self.counts: WallCounts | None = None
         self.worst: str | None = None
@@ -267,14 +269,15 @@ class WallScreen(Screen[None]):
         self._age_shown: tuple[str, bool] | None = None
         self._heat_fit: tuple[object, ...] | None = None
         self._worst_shown: Content | None = None
-        thresholds: Thresholds = runtime.thresholds
+        thresholds: Thresholds = port.thresholds
         self.heatmap = NodeHeatmap(thresholds, cell_width=WALL_CELL_WIDTH, actions_enabled=False,
                                    max_cell_width=WALL_MAX_CELL[0], max_cell_height=WALL_MAX_CELL[1], id="wall-heatmap")
         self.heatmap.can_focus = False
         self.gpu_panel = GpuPanel(id="wall-node")
         self.problems_pane = WallProblemsPane(thresholds, id="wall-problems")
         self.top_problems = WallProblemsPane(thresholds, id="wall-top-problems")  # under the heatmap
-        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=False, id="wall-queue-table"),
+        self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=False, clock=port.clock,
+                                                                 id="wall-queue-table"),
                                     id="wall-queue")
         self.events_pane = EventsPane((), id="wall-events")
         self.pods_pane = TablePane("K8s pods", pod_table(id="wall-pods-table", actions_enabled=False), id="wall-pods")
@@ -307,19 +310,19 @@ class WallScreen(Screen[None]):
             widget.can_focus = False
         self.set_focus(None)
         self.events_pane.scope_all = True
-        self._shown_at = self.runtime.clock()
+        self._shown_at = self.port.clock()
         self.set_interval(1.0, self.tick)
         self.tick()
-        latest = self.runtime.store.snapshot()
-        if latest.nodes or latest.jobs:  # data already there (pushed after the first poll)
-            self.update_snapshot(latest)
+        latest = self.port.frame()
+        if latest.snapshot.nodes or latest.snapshot.jobs:  # data already there (pushed after the first poll)
+            self.show_frame(latest)
 
     # -- time -----------------------------------------------------------------
     def tick(self) -> None:
         """Once a second: clock, data age, and the next view when this one has been up long enough."""
         if not self.is_attached:
             return
-        now = self.runtime.clock()
+        now = self.port.clock()
         if self._shown_at is None or now < self._shown_at:  # a clock that went back: start over
             self._shown_at = now
         if len(self.views) > 1 and now - self._shown_at >= self.settings.rotate_s:
@@ -330,35 +333,34 @@ class WallScreen(Screen[None]):
     def rotate(self, step: int = 1) -> None:
         """Show the next view (wrapping around)."""
         self.view_index = (self.view_index + step) % len(self.views)
-        self._shown_at = self.runtime.clock()
+        self._shown_at = self.port.clock()
         switcher = self.query_one("#wall-views", ContentSwitcher)
         target = {"heatmap": "wall-heatmap-view", "problems": "wall-problems", "queue": "wall-queue",
                   "events": "wall-events", "pods": "wall-pods"}[self.view]
         switcher.current = target
         if self.snapshot is not None:
             self._show_tables(self.snapshot)
-        self._show_status(self.runtime.clock())
+        self._show_status(self.port.clock())
 
-    def _data_age(self, now: float) -> float | None:
-        snapshot = self.runtime.store.snapshot()
+    def _data_age(self, snapshot: ClusterSnapshot, now: float) -> float | None:
         ages = [a for a in (h.age(now) for h in snapshot.sources.values()) if a is not None]
         return max(ages) if ages else None
 
     def _show_status(self, now: float) -> None:
-        rt = self.runtime
-        snapshot = rt.store.snapshot()
-        seconds = self._data_age(now)
+        port = self.port
+        snapshot = port.frame().snapshot  # the newest source health (not pushed to the wall: read each tick)
+        seconds = self._data_age(snapshot, now)
+        intervals = port.poll_intervals()
         stale = seconds is None or any(
-            (h.age(now) or 0) > rt.thresholds.stale_factor * s.interval_s or h.last_success is None
-            for s in rt.sources if (h := snapshot.sources.get(s.name)) is not None)
+            (h.age(now) or 0) > port.thresholds.stale_factor * interval_s or h.last_success is None
+            for name, interval_s in intervals.items() if (h := snapshot.sources.get(name)) is not None)
         age_text = "no data yet" if seconds is None else f"data {age(seconds)} old"
         shown = (f"UTC · {age_text}", stale)
         if shown != self._age_shown:  # fixed width: a repaint of this line, no layout pass
             self._age_shown = shown
             self.query_one("#wall-age", Static).update(
                 Content.assemble((shown[0], "bold $error" if stale else "bold $success")), layout=False)
-        intervals = {s.name: s.interval_s for s in rt.sources}
-        line = status_content(snapshot.cluster, snapshot.sources, now, intervals, rt.thresholds,
+        line = status_content(snapshot.cluster, snapshot.sources, now, intervals, port.thresholds,
                               read_only=True, wall=True)
         left = (max(0.0, self.settings.rotate_s - (now - (self._shown_at or now)))
                 if len(self.views) > 1 else None)
@@ -367,11 +369,13 @@ class WallScreen(Screen[None]):
         self.query_one("#wall-status", StatusLine).show(Content.assemble(line, (tail, "bold $accent")))
 
     # -- data -----------------------------------------------------------------
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
+    def show_frame(self, frame: Frame) -> None:
+        """Counts, worst node, heatmap, problem lists and the table on screen, from ``frame``."""
         if not self.is_attached:
             return
-        self.snapshot = snapshot
-        findings = findings_for(snapshot, self.runtime.thresholds)
+        self.frame = frame
+        snapshot = self.snapshot = frame.snapshot
+        findings = frame.findings
         self.counts = counts = wall_counts(snapshot, findings)
         for name, widget in self.count_widgets.items():
             widget.show(getattr(counts, name))
@@ -381,25 +385,25 @@ class WallScreen(Screen[None]):
             if worst != self._worst_shown:
                 self._worst_shown = worst
                 self.query_one("#wall-worst", Static).update(worst)
-            self.heatmap.update_snapshot(snapshot)
+            self.heatmap.update_snapshot(snapshot, findings)
             self._fit_heatmap(findings)
             self.query_one(HeatmapPane).update_title()
             if self.worst is not None:
                 self.heatmap.select(self.worst)
-            self.gpu_panel.show(snapshot, self.worst, self.runtime.thresholds, self.runtime.store.history.get)
+            self.gpu_panel.show(frame, self.worst, self.port.thresholds, self.port.node_history)
             title = f"Worst node: {self.worst}" if self.worst else "No problem node"
             if title != self._panel_title:  # a border title repaints the panel: only on change
                 self._panel_title = title
                 set_border_text(self.gpu_panel, Content(title))
-            self.top_problems.show(snapshot)  # problem lists on every snapshot: their flap memory needs each
+            self.top_problems.show(frame)  # problem lists on every frame: their flap memory needs each
         if "problems" in self.views:
-            self.problems_pane.show(snapshot)
+            self.problems_pane.show(frame)
         self._show_tables(snapshot)
-        self._show_status(self.runtime.clock())
+        self._show_status(self.port.clock())
 
     def on_resize(self) -> None:
-        if self.snapshot is not None and "heatmap" in self.views:
-            self._fit_heatmap(findings_for(self.snapshot, self.runtime.thresholds))
+        if self.frame is not None and "heatmap" in self.views:
+            self._fit_heatmap(self.frame.findings)
 
     def _fit_heatmap(self, findings: FindingsIndex) -> None:
         """Share the left column between the heatmap and the problem list (wall_heat_layout); when
@@ -437,10 +441,10 @@ class WallScreen(Screen[None]):
             self._pods_in = snapshot.pods
             self.pods_pane.set_rows(pod_trouble_first(snapshot.pods))
         elif self.view == "events":
-            self.events_pane.show(snapshot, None)
+            self.events_pane.show(self.frame, None)
 
-    def update_health(self, snapshot: ClusterSnapshot) -> None:
-        self._show_status(self.runtime.clock())
+    def update_health(self, frame: Frame) -> None:
+        self._show_status(self.port.clock())
 
 
 __all__ = ["WallCounts", "WallScreen", "fit_problem_rows", "node_rows", "wall_counts", "wall_heat_layout", "worst_node"]

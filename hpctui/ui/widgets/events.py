@@ -17,7 +17,8 @@ from typing import Any
 
 from textual.binding import Binding
 
-from hpctui.model import ClusterSnapshot, Event, Severity
+from hpctui.core.frame import Frame
+from hpctui.model import Event, Severity
 from hpctui.model.hostlist import expand
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.panes import ScopedPane
@@ -145,7 +146,7 @@ class EventsPane(ScopedPane[Event]):
                  id: str | None = None) -> None:
         self.history = tuple(history)
         self.load_history = load_history
-        super().__init__("Events", EventsTable(id="events"), self._rows, id=id)
+        super().__init__("Events", EventsTable(id="events"), self._event_rows, id=id)
 
     def on_mount(self) -> None:
         if self.load_history is not None:
@@ -161,8 +162,8 @@ class EventsPane(ScopedPane[Event]):
         self.history = (*history, *self.history)
         self.show(None, self.node)
 
-    def _rows(self, snapshot: ClusterSnapshot, node: str | None) -> list[Any]:
-        events = [*self.history, *snapshot.events]
+    def _event_rows(self, frame: Frame, node: str | None) -> list[Any]:
+        events = [*self.history, *frame.snapshot.events]
         if node is not None:
             events = [e for e in events if node in event_nodes(e)]
         events.sort(key=lambda e: e.time, reverse=True)

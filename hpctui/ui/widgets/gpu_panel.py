@@ -16,9 +16,10 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Label, Static
 
+from hpctui.core.frame import Frame
 from hpctui.findings.correlate import workload_index
 from hpctui.findings.health import Thresholds
-from hpctui.findings.index import findings_for
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
@@ -209,10 +210,11 @@ def alert_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
 
 
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, width: int | None = None,
-                gpus_first: bool = False) -> Content:
+                gpus_first: bool = False, findings: FindingsIndex | None = None) -> Content:
     """Everything the panel shows for one node, as one Content. ``width``: GPU columns that do
     not fit are left out; ``gpus_first``: the GPU table right under the node's state (a short
-    panel shows every GPU before the workload and findings)."""
+    panel shows every GPU before the workload and findings). ``findings``: the snapshot's (the
+    frame's); without them (a caller with a bare snapshot) the rules run here."""
     from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines  # (keeps the import block as it was)
 
     if name is None:
@@ -221,14 +223,14 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, w
     head = len(lines)
     lines.extend(source_lines(snapshot, name, snapshot.time))
     lines.extend(resource_lines(snapshot.resources.get(name)))
-    findings = findings_for(snapshot, t).node(name)
-    if findings:
+    node_findings = (findings if findings is not None else findings_for(snapshot, t)).node(name)
+    if node_findings:
         lines.append(Content.assemble(("Findings", "bold underline")))
-        for f in findings[:12]:
+        for f in node_findings[:12]:
             lines.append(Content.assemble((f" {SEVERITY_LABEL[f.severity]:<5} ", SEVERITY_STYLE[f.severity] + " bold"),
                                           f.message))
-        if len(findings) > 12:
-            lines.append(Content(f"  … {len(findings) - 12} more"))
+        if len(node_findings) > 12:
+            lines.append(Content(f"  … {len(node_findings) - 12} more"))
     lines.extend(alert_lines(snapshot, name))
     lines.extend(workload_lines(snapshot, name))
     gpus = snapshot.gpus.get(name)
@@ -362,7 +364,7 @@ class GpuPanel(VerticalScroll):
         self._body: Content | None = None
         self._body_node: str | None = None
         self.gpus_first = False  # set by the screen: the narrow layout's node tab shows every GPU first
-        self._last: tuple[ClusterSnapshot, str | None, Thresholds, HistoryGetter | None] | None = None
+        self._last: tuple[Frame, str | None, Thresholds, HistoryGetter | None] | None = None
         self._temp_limits: tuple[float, float] | None = None  # (warn, crit) the temperature spark is drawn for
         self._spark_labels: dict[str, str] = {}
 
@@ -374,17 +376,18 @@ class GpuPanel(VerticalScroll):
             yield Label("temp", id="spark-temp-label", classes="spark-label")
             yield MiniSpark(id="spark-temp", low=TEMP_SCALE_LOW_C, high=TEMP_SCALE_LOW_C + 80.0)
 
-    def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
+    def show(self, frame: Frame, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
-        """Draw ``node``; parts whose text, styles or series are unchanged are not redrawn."""
+        """Draw ``node`` of ``frame``; parts whose text, styles or series are unchanged are not redrawn."""
         self.node = node
-        self._last = (snapshot, node, thresholds, history)
+        self._last = (frame, node, thresholds, history)
         title = f"Node {node}" if node else "Node / GPUs"
         if title != self._title:  # setting a border title repaints the whole panel
             self._title = title
             set_border_text(self, Content(title))
         width = self.size.width - 3 if self.size.width else None  # border and scrollbar
-        body = node_detail(snapshot, node, thresholds, width=width, gpus_first=self.gpus_first)
+        body = node_detail(frame.snapshot, node, thresholds, width=width, gpus_first=self.gpus_first,
+                           findings=frame.findings)
         drawn = self._body
         if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
             self._body = body

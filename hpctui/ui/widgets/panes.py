@@ -13,15 +13,18 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Input
+from textual.worker import Worker
 
+from hpctui.core.frame import Frame
 from hpctui.findings.health import Finding, Thresholds
-from hpctui.findings.index import FindingsIndex, findings_for
-from hpctui.model import ClusterSnapshot, Severity
+from hpctui.findings.index import FindingsIndex
+from hpctui.model import Severity
 from hpctui.ui.keys import LINKS_KEYS, bindings
 from hpctui.ui.literal import literal
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.tables import LinkRow, MountRow, link_row, mount_row, severity_first
 from hpctui.ui.widgets.vtable import VirtualTable
+from hpctui.ui.workers import LatestOnly
 
 R = TypeVar("R")
 THREAD_ABOVE = 2048  # nodes: cluster-wide rows of bigger clusters are built in a worker thread
@@ -121,40 +124,34 @@ class ScopedPane(TablePane, Generic[R]):
 
     BINDINGS = bindings(LINKS_KEYS)
 
-    def __init__(self, title: str, table: VirtualTable[Any], rows_for: Callable[[ClusterSnapshot, str | None], list[R]],
+    def __init__(self, title: str, table: VirtualTable[Any], rows_for: Callable[[Frame, str | None], list[R]],
                  *, scope_all: bool = True, id: str | None = None) -> None:
         super().__init__(title, table, id=id)
         self.rows_for = rows_for
         self.scope_all = scope_all
         self.node: str | None = None
-        self._snapshot: ClusterSnapshot | None = None
-        self._request = 0
+        self._frame: Frame | None = None
+        self._rows_job: LatestOnly[list[R]] = LatestOnly(self, f"{id}-rows", self.set_rows)
 
-    def show(self, snapshot: ClusterSnapshot | None = None, node: str | None = None) -> None:
-        if snapshot is not None:
-            self._snapshot = snapshot
+    def show(self, frame: Frame | None = None, node: str | None = None) -> None:
+        """Rows of ``frame`` (None: the last one) for ``node`` or, scoped to all, every node."""
+        if frame is not None:
+            self._frame = frame
         self.node = node
-        snap = self._snapshot
-        if snap is None:
+        current = self._frame
+        if current is None:
             return
-        self._request += 1
         scope = None if self.scope_all else node
-        if scope is not None or len(snap.nodes) < THREAD_ABOVE:
-            self.set_rows(self.rows_for(snap, scope))
+        if scope is not None or len(current.snapshot.nodes) < THREAD_ABOVE:
+            self._rows_job.cancel()  # an older cluster-wide answer must not land over these rows
+            self.set_rows(self.rows_for(current, scope))
             return
-        # Health of every port of a big cluster takes ~0.5 s: compute it off the event
-        # loop on the frozen snapshot; only the newest request is applied.
-        job = partial(self._rows_thread, snap, scope, self._request)
-        self.run_worker(job, name=f"{self.id}-rows", group=f"{self.id}-rows", description=f"{self.title} rows",
-                        thread=True, exclusive=True)  # explicit description: repr(job) would format the snapshot
+        # Every port of a big cluster takes ~0.5 s: built off the event loop on the frozen frame.
+        self._rows_job.run(partial(self.rows_for, current, scope), f"{self.title} rows")
 
-    def _rows_thread(self, snapshot: ClusterSnapshot, scope: str | None, request: int) -> None:
-        rows = self.rows_for(snapshot, scope)
-        self.app.call_from_thread(self._apply_rows, rows, request)
-
-    def _apply_rows(self, rows: list[R], request: int) -> None:
-        if request == self._request:
-            self.set_rows(rows)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._rows_job.take(event):
+            event.stop()
 
     def update_title(self, extra: str = "") -> None:
         scope = "all nodes" if self.scope_all else (self.node or "no node")
@@ -169,7 +166,7 @@ class NodeRows(Generic[R]):
     """Rows of one per-node part (IB ports, mounts), problems first, kept across snapshots.
 
     A node's rows are rebuilt only when its tuple of ports/mounts or its findings (from the
-    shared :func:`~hpctui.findings.index.findings_for`) are other objects than last time; every
+    frame's findings) are other objects than last time; every
     other node's row objects are reused, so the table re-formats only rows that changed.
     """
 
@@ -178,7 +175,7 @@ class NodeRows(Generic[R]):
         self.part = part
         self.obj_key = obj_key
         self.make_row = make_row
-        self.thresholds = thresholds or Thresholds()
+        self.thresholds = thresholds or Thresholds()  # (kept for callers; the findings come with the frame)
         self._cache: dict[str, tuple[object, object, list[R], bool]] = {}
 
     def _build(self, index: FindingsIndex, items: Sequence[Any],
@@ -190,8 +187,9 @@ class NodeRows(Generic[R]):
         problem = any(getattr(r, "severity", Severity.OK) > Severity.OK for r in rows)
         return items, findings, rows, problem
 
-    def __call__(self, snapshot: ClusterSnapshot, node: str | None) -> list[R]:
-        index = findings_for(snapshot, self.thresholds)
+    def __call__(self, frame: Frame, node: str | None) -> list[R]:
+        """The rows of ``node`` (None: every node, problems first) in ``frame``."""
+        snapshot, index = frame.snapshot, frame.findings
         per_node: dict[str, Sequence[Any]] = getattr(snapshot, self.part)
         cache = self._cache
         if node is not None:
@@ -234,9 +232,9 @@ def mount_node_rows(thresholds: Thresholds | None = None) -> NodeRows[MountRow]:
     return NodeRows("mounts", lambda m: f"mount/{m.node}:{m.target}", mount_row, thresholds)
 
 
-def ib_rows(snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds | None = None) -> list[Any]:
-    return ib_node_rows(thresholds)(snapshot, node)
+def ib_rows(frame: Frame, node: str | None) -> list[Any]:
+    return ib_node_rows()(frame, node)
 
 
-def mount_rows(snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds | None = None) -> list[Any]:
-    return mount_node_rows(thresholds)(snapshot, node)
+def mount_rows(frame: Frame, node: str | None) -> list[Any]:
+    return mount_node_rows()(frame, node)

@@ -1,8 +1,8 @@
 """The Problems view: every finding of warning and worse, worst node first, grouped by node.
 
-Findings are read only through :func:`hpctui.findings.index.findings_for` (one shared index per
-snapshot). Each row names the node, the GPU index (for GPU findings), what is wrong, since
-when (the earliest stored event on the same object, else when this view first saw it) and
+Findings are read only from the frame's index (:attr:`hpctui.core.frame.Frame.findings`: computed
+once per store change by the runtime). Each row names the node, the GPU index (for GPU findings),
+what is wrong, since when (the earliest stored event on the same object, else when this view first saw it) and
 the source that reported it. ``enter`` selects the row's node everywhere and opens the explain
 view (the evidence, history, related events and next step: hpctui.ui.screens.explain);
 ``1``–``9`` jump to (and select) the n-th problem node; the dashboard's ``n``/``N`` walk the
@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from functools import partial
 
 from textual.binding import Binding
+from textual.worker import Worker
 
+from hpctui.core.frame import Frame
+from hpctui.core.ports import UiPort
 from hpctui.findings.health import Finding, Thresholds
-from hpctui.findings.index import FindingsIndex, findings_for
+from hpctui.findings.index import FindingsIndex
 from hpctui.model import ClusterSnapshot, Part, Severity
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.tables import SEVERITY_VAR
 from hpctui.ui.widgets.vtable import Column, VirtualTable
+from hpctui.ui.workers import LatestOnly
 
 PROBLEM_MIN = Severity.WARNING
 THREAD_ABOVE = 2048  # nodes: bigger clusters group their findings in a worker thread
@@ -266,55 +270,55 @@ class ProblemsTable(VirtualTable[ProblemRow]):
 class ProblemsPane(TablePane):
     """The live problem list: rebuilt from the shared findings on every snapshot."""
 
-    def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
+    def __init__(self, thresholds: Thresholds, *, port: UiPort | None = None, id: str | None = None) -> None:
         self.problems = ProblemsTable(id="problems")
         super().__init__("Problems", self.problems, id=id)
         self.thresholds = thresholds
+        self.port = port  # the explain view's history (None: a pane on its own, no history)
         self.memory = ProblemMemory(thresholds.flap_window_s)
         self.nodes: list[str] = []  # problem nodes in the stable problem order: the order n/N walk
         self.walk = ProblemWalk()
         self.snapshot: ClusterSnapshot | None = None  # the one the rows were built from
-        self._request = 0
+        self.findings: FindingsIndex | None = None  # and its findings
+        self._groups: LatestOnly[tuple[Frame, list[tuple[str, tuple[Finding, ...]]]]] = LatestOnly(
+            self, "problems", lambda got: self._apply(*got))
         self.problems.explain = self.explain_row
 
     def explain_row(self, row: ProblemRow) -> None:
         """Open the explain view of ``row`` (its evidence in the snapshot the rows came from)."""
         from hpctui.ui.screens.explain import ExplainScreen, explain
 
-        snapshot = self.snapshot
-        if snapshot is None:
+        snapshot, index = self.snapshot, self.findings
+        if snapshot is None or index is None:
             return
         memory = self.memory
         key = (row.finding.object, row.finding.code.removesuffix("_recovered"))
-        runtime = getattr(self.app, "runtime", None)
-        series = getattr(getattr(runtime, "store", None), "series", None)
-        if series is not None:
-            series.watch(row.node)  # the charts' per-GPU history: from now on for this node
+        series = None
+        if self.port is not None:
+            self.port.watch_series(row.node)  # the charts' per-GPU history: from now on for this node
+            series = self.port.series
         finding = memory.current.get(key) or memory.recovered.get(key) or row.finding
-        index = findings_for(snapshot, self.thresholds)
         explained = explain(snapshot, finding, self.thresholds, since=row.since, bad_count=memory.bad_count.get(key, 1),
                             last_bad=memory.last_bad.get(key), node_findings=index.node(row.node),
                             events=snapshot.events, series=series, number=row.number, window_s=memory.window_s)
         self.app.push_screen(ExplainScreen(explained, row.severity))
 
-    def show(self, snapshot: ClusterSnapshot) -> None:
-        self._request += 1
-        if len(snapshot.nodes) < THREAD_ABOVE:
-            self._apply(snapshot, problem_groups(findings_for(snapshot, self.thresholds)), self._request)
+    def show(self, frame: Frame) -> None:
+        """Rebuild the rows from ``frame``'s findings (grouped in a thread on big clusters)."""
+        if len(frame.snapshot.nodes) < THREAD_ABOVE:
+            self._groups.cancel()
+            self._apply(frame, problem_groups(frame.findings))
             return
-        job = partial(self._groups_thread, snapshot, self._request)
-        self.run_worker(job, name="problems", group="problems", description="problem list", thread=True,
-                        exclusive=True)
+        self._groups.run(partial(_grouped, frame), "problem list")
 
-    def _groups_thread(self, snapshot: ClusterSnapshot, request: int) -> None:
-        groups = problem_groups(findings_for(snapshot, self.thresholds))
-        self.app.call_from_thread(self._apply, snapshot, groups, request)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._groups.take(event):
+            event.stop()
 
-    def _apply(self, snapshot: ClusterSnapshot, groups: list[tuple[str, tuple[Finding, ...]]], request: int) -> None:
-        if request != self._request:
-            return
+    def _apply(self, frame: Frame, groups: list[tuple[str, tuple[Finding, ...]]]) -> None:
         memory = self.memory
-        self.snapshot = snapshot
+        snapshot = self.snapshot = frame.snapshot
+        self.findings = frame.findings
         memory.update(snapshot, [f for _, fs in groups for f in fs])
         by_node: dict[str, list[tuple[Finding, float, str]]] = {node: memory.row_findings(fs) for node, fs in groups}
         for key, old in memory.recovered.items():  # flap memory: cleared, but not forgotten yet
@@ -339,6 +343,10 @@ class ProblemsPane(TablePane):
         n = len(self.nodes)
         super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: explain · 1-9 · n/N" if n else
                                        "nothing of warning or worse"))
+
+
+def _grouped(frame: Frame) -> tuple[Frame, list[tuple[str, tuple[Finding, ...]]]]:
+    return frame, problem_groups(frame.findings)
 
 
 class ProblemWalk:

@@ -219,16 +219,16 @@ class QueueTable(ActingTable[SlurmJob]):
 
     BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
 
-    def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
+    def __init__(self, *, actions_enabled: bool = True, clock: Callable[[], float] = time.time,
+                 id: str | None = None) -> None:
         super().__init__(with_time_columns(JOB_COLUMNS, self._now), row_key=lambda j: j.display_id,
                          search_text=job_search, markable=True, row_nodes=lambda j: hostlist_set(j.nodes or ""), id=id)
         self.actions_enabled = actions_enabled
+        self.clock = clock  # the port's (a frozen one in tests and screenshots)
 
     def _now(self) -> float:
-        """TIME/TIME_LEFT are measured on the runtime's clock (a frozen one in tests and screenshots)."""
-        runtime = getattr(self.app, "runtime", None) if self.is_attached else None
-        clock = getattr(runtime, "clock", None)
-        return clock() if callable(clock) else time.time()
+        """TIME/TIME_LEFT are measured on ``clock``."""
+        return self.clock()
 
     def action_show_detail(self) -> None:
         job = self.cursor_row

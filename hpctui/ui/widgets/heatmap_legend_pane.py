@@ -9,9 +9,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 from hpctui.findings.health import Thresholds
-from hpctui.ui.heat import GLYPH_LEGEND, METRIC_TITLES, SEVERITY_GLYPHS, Metric, legend_entries, level_colours
+from hpctui.ui.heatmap_levels import GLYPH_LEGEND, METRIC_TITLES, SEVERITY_GLYPHS, Metric, legend_entries, level_colours
 from hpctui.ui.widgets.borders import set_border_text
-from hpctui.ui.widgets.heatmap import NodeHeatmap
+from hpctui.ui.widgets.node_heatmap import NodeHeatmap
 
 
 def legend_content(metric: Metric, thresholds: Thresholds, palette: str = "default",

@@ -21,16 +21,19 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
+from textual.worker import Worker
 
 from hpctui.core.heatmap_settings import GROUP_ORDER, HeatmapSettings
 from hpctui.findings.health import Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot
 from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import collect
-from hpctui.ui.heat import (
+from hpctui.ui.heatmap_levels import (
     GLYPH_NONE,
     GLYPHS,
     METRIC_ORDER,
@@ -55,8 +58,9 @@ from hpctui.ui.keys import (
     move_bindings,
 )
 from hpctui.ui.labels import unique_labels
-from hpctui.ui.messages import ActionRequested
+from hpctui.ui.messages import ActionRequested, MigWizardRequested
 from hpctui.ui.palette import Palette
+from hpctui.ui.workers import LatestOnly
 
 THREAD_ABOVE = 2048  # nodes: above this, levels are computed in a worker thread
 _NAV: list[BindingType] = [
@@ -121,6 +125,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
             super().__init__()
             self.node = node
 
+    # Widget state as Textual reactives, as DataTable keeps its cursor: an assignment is
+    # validated (validate_cursor clamps it to the nodes) and its watcher redraws and tells.
+    cursor: var[int] = var(0, init=False)  # index into ``names`` of the selected cell
+    metric: var[Metric] = var(Metric.HEALTH, init=False)  # what the cells are coloured by
+
     class MarksChanged(Message):
         def __init__(self, marked: tuple[str, ...]) -> None:
             super().__init__()
@@ -152,28 +161,31 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.max_cell_height = max(1, max_cell_height)  # >1: cells several lines tall (the wall)
         self.cell_height = 1
         self.actions_enabled = actions_enabled
-        self.metric = Metric.HEALTH
         self.names: list[str] = []
         self._index: dict[str, int] = {}
         self.levels = b""
         self.glyphs = b""
-        self.cursor = 0
         self.marked: set[int] = set()
         self._snapshot: ClusterSnapshot | None = None
+        self._findings: FindingsIndex | None = None  # the snapshot's (from its frame)
         self._cols = 1
         self._palette: Palette | None = None
         self._base: list[Style] = []
         self._cursor_styles: list[Style] = []
         self._segments: dict[tuple[int, int, bool, bool, str], Segment] = {}
         self._lines: dict[int, Strip] = {}
-        self._request = 0
+        self._levels_job: LatestOnly[tuple[bytes, bytes]] = LatestOnly(self, "heatmap-levels", self._apply_levels)
         self._level_cache = LevelCache()
         self._full_redraw = True
 
     # -- data down ------------------------------------------------------------
-    def update_snapshot(self, snapshot: ClusterSnapshot) -> None:
-        """Take a new snapshot: recompute the per-node bytes and drop cached rows."""
+    def update_snapshot(self, snapshot: ClusterSnapshot, findings: FindingsIndex | None = None) -> None:
+        """Take a new snapshot and its findings (the frame's): recompute the per-node bytes and drop
+        cached rows. Without ``findings`` (a heatmap used on its own) they are computed here."""
+        if findings is None:
+            findings = findings_for(snapshot, self.thresholds)
         self._snapshot = snapshot
+        self._findings = findings
         names, groups = self._arrange(snapshot)
         if names != self.names or groups != self.groups:
             current = self.cursor_node
@@ -182,7 +194,8 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self.groups = groups
             self._index = {n: i for i, n in enumerate(names)}
             self.marked = {self._index[n] for n in marked if n in self._index}
-            self.cursor = self._index.get(current, 0) if current else 0
+            # (no watcher: every row is redrawn, and Highlighted follows once, below)
+            self.set_reactive(NodeHeatmap.cursor, self._index.get(current, 0) if current else 0)
             self._full_redraw = True  # positions moved: every row is stale
             self._update_virtual_size()
             self.post_message(self.Highlighted(self.cursor_node))
@@ -201,11 +214,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if self.group_by == "none" and not self.problems_first:
             return names, [(NO_GROUP, 0, len(names))]
         severity: dict[str, int] | None = None
-        if self.problems_first:
-            from hpctui.findings.index import findings_for
-
+        if self.problems_first and self._findings is not None:
             # only the nodes with findings: at 16k nodes a dict of every node costs ~8 ms a snapshot
-            severity = {n: int(v) for n, v in findings_for(snapshot, self.thresholds).severities().items() if v}
+            severity = {n: int(v) for n, v in self._findings.severities().items() if v}
         grouped = group_nodes(snapshot, names, self.group_by, self.rack_of, severity)
         if self.zoom is not None:
             grouped = [g for g in grouped if g[0] == self.zoom] or grouped
@@ -234,7 +245,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._full_redraw = True
         self.levels = self.glyphs = b""  # new order: no stale colours while a worker recomputes them
         if self._snapshot is not None:
-            self.update_snapshot(self._snapshot)
+            self.update_snapshot(self._snapshot, self._findings)
         self._update_virtual_size()
         self._invalidate()
         self.post_message(self.GroupingChanged())
@@ -255,24 +266,18 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if self._snapshot is None:
             return
         if len(self.names) < THREAD_ABOVE:
+            self._levels_job.cancel()
             self._apply_levels(compute_levels(self._snapshot, self.names, self.metric, self.thresholds,
-                                              self._level_cache))
+                                              self._level_cache, self._findings))
             return
-        # Health of 16k nodes takes ~0.2 s: compute off the event loop on the frozen
-        # snapshot; the last request wins (exclusive worker), older results are dropped.
-        self._request += 1
-        job = partial(self._levels_thread, self._snapshot, list(self.names), self.metric, self._request)
-        # An explicit description: the default repr() of the job would format the whole snapshot.
-        self.run_worker(job, name="heatmap-levels", group="heatmap-levels", description="heatmap levels",
-                        thread=True, exclusive=True)
+        # 16k nodes take a while: computed off the event loop on the frozen snapshot; only the
+        # newest computation lands (hpctui.ui.workers.LatestOnly).
+        self._levels_job.run(partial(compute_levels, self._snapshot, list(self.names), self.metric, self.thresholds,
+                                     self._level_cache, self._findings), "heatmap levels")
 
-    def _levels_thread(self, snapshot: ClusterSnapshot, names: list[str], metric: Metric, request: int) -> None:
-        result = compute_levels(snapshot, names, metric, self.thresholds, self._level_cache)
-        self.app.call_from_thread(self._apply_if_current, result, request)
-
-    def _apply_if_current(self, result: tuple[bytes, bytes], request: int) -> None:
-        if request == self._request:
-            self._apply_levels(result)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self._levels_job.take(event):
+            event.stop()
 
     def _apply_levels(self, result: tuple[bytes, bytes]) -> None:
         """Take new levels; only rows whose cells changed are redrawn (an idle cluster writes little)."""
@@ -295,9 +300,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
                 self.refresh_line(row)
 
     def set_metric(self, metric: Metric) -> None:
-        if metric is self.metric:
-            return
+        """Colour the cells by ``metric`` (the ``m`` key, the wall's settings)."""
         self.metric = metric
+
+    def watch_metric(self, metric: Metric) -> None:
         self._segments.clear()
         self._build_styles()
         self._full_redraw = True
@@ -557,12 +563,15 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     # -- cursor and marks -----------------------------------------------------
     def _move_cursor(self, index: int) -> None:
-        if not self.names:
-            return
-        index = max(0, min(len(self.names) - 1, index))
-        if index == self.cursor:
-            return
-        old, self.cursor = self.cursor, index
+        if self.names:
+            self.cursor = index
+
+    def validate_cursor(self, index: int) -> int:
+        """The cursor stays on a node: clamped to ``names``."""
+        return max(0, min(len(self.names) - 1, index))
+
+    def watch_cursor(self, old: int, index: int) -> None:
+        """Redraw the two cells, keep the new one in view, and tell the screen."""
         self._invalidate_index(old)
         self._invalidate_index(index)
         self._scroll_cursor_visible()
@@ -679,11 +688,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     def action_mig_wizard(self) -> None:
         """The MIG wizard on the marked nodes (or the cursor node)."""
-        from hpctui.ui.screens.mig_wizard import MigWizardScreen
-
-        runtime = getattr(self.app, "runtime", None)
-        if runtime is not None:
-            self.app.push_screen(MigWizardScreen(runtime, list(self.targets())))
+        self.post_message(MigWizardRequested(tuple(self.targets())))
 
     def action_request_action(self, kind: str) -> None:
         targets = self.targets()
