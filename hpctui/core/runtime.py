@@ -24,6 +24,7 @@ from hpctui.actions.plans import ActionSettings
 from hpctui.core.config import AppConfig, default_state_dir, source_settings
 from hpctui.core.frame import Frame
 from hpctui.core.heatmap_settings import HeatmapSettings
+from hpctui.core.notify import Notice, Notifier, NotifySettings, WebhookSender
 from hpctui.core.poller import Poller
 from hpctui.core.ports import RuntimePort
 from hpctui.core.store import NodeNameMap, Store
@@ -98,6 +99,9 @@ class Runtime:
         self.custom_actions: tuple[CustomActionSettings, ...] = ()  # [[custom_actions]] (hpctui.actions.custom)
         self.mig_layouts: dict[str, Any] = {}  # named MIG layouts from config (the MIG wizard)
         self.wall_settings = WallSettings()  # the config's [wall] table (the --wall display)
+        self.notify_settings = NotifySettings()  # [notify] of the config: who is told about new problems
+        self.notifier = Notifier(self.notify_settings, cluster, clock)
+        self._webhook: WebhookSender | None = None
         self.port = RuntimePort(self)  # what workflows (MIG wizard, custom actions) see of this runtime
 
     def run_action(self, plan: ActionPlan, confirmation: str | bool, *, progress: Progress | None = None,
@@ -182,7 +186,20 @@ class Runtime:
     def refresh_now(self) -> None:
         self.poller.refresh_now()
 
+    def announce(self, frame: Frame) -> list[Notice]:
+        """The new problems of ``frame`` worth telling someone (:mod:`hpctui.core.notify`): handed to the
+        webhook here (queued, never blocking; call on the event loop), returned for the terminal."""
+        notices = self.notifier.observe(frame.findings)
+        if notices and self.notify_settings.webhook_url:
+            if self._webhook is None:
+                self._webhook = WebhookSender(self.notify_settings)
+            for notice in notices:
+                self._webhook.submit(notice)
+        return notices
+
     async def stop(self) -> None:
+        if self._webhook is not None:
+            await self._webhook.close()
         if self._actions:  # let running actions finish (and be audited) before we go
             await asyncio.wait(set(self._actions), timeout=ACTION_GRACE_S)
         await self.poller.stop()
@@ -283,6 +300,8 @@ def runtime_from_config(config: AppConfig, cluster: str, *, read_only: bool | No
     runtime.custom_actions = tuple(config.custom_actions)
     runtime.mig_layouts = dict(config.mig_layouts)
     runtime.wall_settings = config.wall
+    runtime.notify_settings = config.notify
+    runtime.notifier = Notifier(config.notify, cluster, runtime.clock)
     return runtime
 
 

@@ -234,6 +234,7 @@ class HpcApp(App[None]):
                 self.dashboard.update_health(frame)
             return True
         self._drawn_data_version = frame.data_version
+        self._announce(frame)
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
             self.dashboard.show_frame(frame)
         if self.freeze_gc:  # the installed command: see hpctui.core.gc_tuning
@@ -251,6 +252,28 @@ class HpcApp(App[None]):
             if isinstance(screen, MigWizardScreen):  # (redraws its steps; a FrameView once it takes the port)
                 screen.update_snapshot(frame.snapshot)
         return True
+
+    def _announce(self, frame: Frame) -> None:
+        """New problems of ``frame`` (hpctui.core.notify): the bell and a desktop notification through the
+        terminal (as Textual's own ``bell`` writes), the webhook (the runtime's), and on the wall a flash."""
+        notices = self.runtime.announce(frame)
+        if not notices:
+            return
+        from hpctui.core.notify import terminal_sequences
+        from hpctui.model import Severity
+
+        settings = self.runtime.notify_settings
+        shown = notices[:3]
+        sequence = "".join(terminal_sequences(n, bell=settings.bell and i == 0, desktop=settings.desktop)
+                           for i, n in enumerate(shown))
+        if sequence and not self.is_headless and self._driver is not None:
+            self._driver.write(sequence)
+        if self.wall and settings.wall_flash:
+            for n in shown:
+                self.notify(n.text, severity="error" if n.finding.severity >= Severity.ERROR else "warning",
+                            timeout=15, markup=False)
+            if len(notices) > len(shown):
+                self.notify(f"… and {len(notices) - len(shown)} more new problems", timeout=15, markup=False)
 
     async def adopt_runtime(self, runtime: Runtime) -> None:
         """Show ``runtime`` (another cluster's) instead of the current one: the old one is stopped

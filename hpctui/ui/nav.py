@@ -79,6 +79,11 @@ async def run_command(app: HpcApp, text: str) -> None:
             app.notify(f"cluster {app.runtime.cluster}; configured: {', '.join(names)}", timeout=4)
         else:
             await app.switch_cluster(arg)
+    elif command.name == "mute":
+        notifier = app.runtime.notifier
+        notifier.muted = not notifier.muted
+        app.notify("notifications muted for this session (:mute again to unmute)" if notifier.muted
+                   else "notifications on", timeout=3)
     elif command.name == "help":
         app.action_help()
     elif command.name == "quit":

@@ -246,6 +246,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("drained", "Drained nodes: who, when, why", screen=("hpctui.ui.screens.drained", "DrainedScreen")),
     Command("mig", "MIG layout wizard", screen=("hpctui.ui.screens.mig_wizard", "MigWizardScreen")),
     Command("cluster", "Switch to another configured cluster", arg="cluster"),
+    Command("mute", "Mute or unmute notifications of new problems (this session)"),
     Command("help", "Every key and command"),
     Command("quit", "Quit (asks first while an action runs)", aliases=("q",)),
 )
