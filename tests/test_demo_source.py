@@ -74,9 +74,9 @@ async def test_collect_every_part_and_deterministic() -> None:
     a, b = DemoSource(clock=Clock(), seed=5), DemoSource(clock=Clock(), seed=5)
     ra, rb = await a.collect(), await b.collect()
     # node-probe parts (services, resources, reachability, NVSwitch SXids) come from SSH/Prometheus sources,
-    # queues from K8s
+    # queues from K8s, alerts and silences from Alertmanager
     assert set(ra.parts()) == set(Part) - {Part.SERVICES, Part.RESOURCES, Part.PROBES, Part.K8S_QUEUES,
-                                           Part.NVSWITCHES}
+                                           Part.NVSWITCHES, Part.ALERTS, Part.SILENCES}
     assert ra.time == T0
     assert msgspec.json.encode(ra) == msgspec.json.encode(rb)
     rc = await DemoSource(clock=Clock(), seed=6).collect()

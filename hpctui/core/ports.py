@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from hpctui.actions.audit import AuditLog
     from hpctui.actions.custom import CustomActionSettings
     from hpctui.actions.executor import AuditExtra
+    from hpctui.actions.ports import WorkflowPort
     from hpctui.core.frame import Frame
     from hpctui.core.heatmap_settings import HeatmapSettings
     from hpctui.core.runtime import Runtime
@@ -112,8 +113,27 @@ class UiPort(Protocol):
         ...
 
     # -- actions and their trail --------------------------------------------------------
-    def run_plan(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
-        """Run a previewed plan as a task the runtime owns (closing a screen cannot cancel it)."""
+    def plan_action(self, kind: ActionKind, targets: Sequence[str], params: dict[str, str] | None) -> ActionPlan:
+        """The executor's plan of an action on the current data (validated, with its preview); runs nothing."""
+        ...
+
+    def current_snapshot(self) -> ClusterSnapshot:
+        """The store's current snapshot (for a dialog that plans against the newest data)."""
+        ...
+
+    def refresh_now(self) -> None:
+        """Poll every source now (after an action, so its effect shows at once)."""
+        ...
+
+    @property
+    def workflow(self) -> WorkflowPort:
+        """What a multi-step workflow (the MIG wizard) drives the cluster through."""
+        ...
+
+    def run_plan(self, plan: ActionPlan, confirmation: str | bool, *,
+                 progress: Progress | None = None) -> asyncio.Task[ActionResult]:
+        """Run a previewed plan as a task the runtime owns (closing a screen cannot cancel it);
+        ``progress`` hears what the backend does while it runs."""
         ...
 
     @property

@@ -33,7 +33,7 @@ from hpctui.findings.correlate import workload_index
 from hpctui.findings.health import Thresholds
 from hpctui.findings.index import FindingsCache, FindingsIndex
 from hpctui.model import ClusterSnapshot, Event
-from hpctui.model.action import ActionPlan, ActionResult, Progress
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, Progress
 from hpctui.sources.base import ActionBackend, Source
 from hpctui.sources.capabilities import AccountingProvider, CommandRunner, HistoryProvider, PodInspector
 from hpctui.sources.registry import SourceContext, build_source
@@ -261,9 +261,22 @@ class Runtime:
         first = min(providers, key=lambda s: s.kind != "slurm")  # min is stable: the first of a kind wins
         return await first.accounting(user=user, account=account)
 
-    def run_plan(self, plan: ActionPlan, confirmation: str | bool) -> asyncio.Task[ActionResult]:
+    def run_plan(self, plan: ActionPlan, confirmation: str | bool, *,
+                 progress: Progress | None = None) -> asyncio.Task[ActionResult]:
         """The port's name for :meth:`run_action`."""
-        return self.run_action(plan, confirmation)
+        return self.run_action(plan, confirmation, progress=progress)
+
+    def plan_action(self, kind: ActionKind, targets: Sequence[str], params: dict[str, str] | None) -> ActionPlan:
+        """The executor's plan on the store's current snapshot."""
+        return self.executor.plan(kind, targets, params, self.store.snapshot())
+
+    def current_snapshot(self) -> ClusterSnapshot:
+        return self.store.snapshot()
+
+    @property
+    def workflow(self) -> RuntimePort:
+        """The workflows' port over this runtime."""
+        return self.port
 
     @property
     def audit_log(self) -> AuditLog | None:

@@ -26,7 +26,7 @@ from hpctui.model.jobs import array_task_count
 from hpctui.ui.literal import literal
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 TITLES: dict[ActionKind, str] = {
     ActionKind.DRAIN_NODES: "Drain nodes (running jobs finish, no new ones start)",
@@ -185,7 +185,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     }
     """
 
-    def __init__(self, runtime: Runtime, kind: ActionKind, targets: tuple[str, ...],
+    def __init__(self, runtime: UiPort, kind: ActionKind, targets: tuple[str, ...],
                  params: dict[str, str] | None = None) -> None:
         super().__init__()
         self.runtime = runtime
@@ -194,7 +194,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.params: dict[str, str] = dict(params or {})
         self.prefilled: dict[str, str] = {}
         if kind is ActionKind.REBOOT_NODES and not self.params.get("reason", "").strip():
-            kept = drain_reason(targets, runtime.store.snapshot())  # keep why the node was drained
+            kept = drain_reason(targets, runtime.current_snapshot())  # keep why the node was drained
             if kept:
                 self.params["reason"] = self.prefilled["reason"] = kept
         self.plan = self._make_plan()
@@ -202,7 +202,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             self.params["reason_mode"] = "keep"  # the safe default; replacing is an explicit choice
             self.plan = self._make_plan()
         # what is already true (a drained node, a cordon, a hold), said above the choice it asks for
-        now = runtime.store.snapshot().time
+        now = runtime.current_snapshot().time
         self.already_lines = tuple(dict.fromkeys(describe_prior(p, now) for p in self.plan.already))
         self.modes = mode_choices(kind) if self.already_lines else ()
         self.result: ActionResult | None = None
@@ -212,7 +212,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self._progress: list[ProgressItem] = []
 
     def _make_plan(self) -> ActionPlan:
-        return self.runtime.executor.plan(self.kind, self.targets, self.params, self.runtime.store.snapshot())
+        return self.runtime.plan_action(self.kind, self.targets, self.params)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -329,7 +329,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         mode = self.modes[event.index]
         self.params["reason_mode"] = mode
         if mode == "replace" and self.kind is ActionKind.DRAIN_NODES and not self.params.get("reason", "").strip():
-            current = drain_reason(self.targets, self.runtime.store.snapshot())
+            current = drain_reason(self.targets, self.runtime.current_snapshot())
             if current:
                 self.params["reason"] = current
                 self.query_one("#param-reason", Input).value = current  # (its Changed re-plans too)
@@ -375,7 +375,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self.query_one("#run", Button).disabled = True
         word = self.plan.confirm_word
         confirmation: str | bool = self.query_one("#confirm", Input).value.strip() if word else True
-        self._wait_for(self.runtime.run_action(self.plan, confirmation, progress=self._progress.append))
+        self._wait_for(self.runtime.run_plan(self.plan, confirmation, progress=self._progress.append))
 
     @work(exclusive=True, group="action", description="action")
     async def _wait_for(self, task: asyncio.Task[ActionResult]) -> None:

@@ -26,7 +26,7 @@ from hpctui.base.sanitize import clean_text
 from hpctui.ui.widgets.footer import KeyBar
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
 
 MAX_PREVIEW = 40  # argv lines shown in the preview (grouped by identical argv)
 THREAD_ABOVE = 512  # runs: fold in a worker thread above this many
@@ -184,7 +184,7 @@ class CustomResultScreen(Screen[None]):
     CustomResultScreen #custom-body { height: 1fr; padding: 0 1; }
     """
 
-    def __init__(self, runtime: Runtime, run: CustomRun) -> None:
+    def __init__(self, runtime: UiPort, run: CustomRun) -> None:
         super().__init__(id="custom-result")
         self.runtime = runtime
         self.run = run

@@ -26,7 +26,7 @@ from hpctui.model.hostlist import collect
 from hpctui.model.mig_layouts import LayoutError, available, family, resolve
 
 if TYPE_CHECKING:
-    from hpctui.core.runtime import Runtime
+    from hpctui.core.ports import UiPort
     from hpctui.model import ClusterSnapshot
 
 MARK = {Status.PENDING: ("[ ]", ""), Status.RUNNING: ("[…]", "bold"), Status.OK: ("[✓]", "green"),
@@ -66,7 +66,7 @@ class MigWizardScreen(Screen[None]):
     MigWizardScreen #mig-status { height: auto; }
     """
 
-    def __init__(self, runtime: Runtime, nodes: list[str] | None = None) -> None:
+    def __init__(self, runtime: UiPort, nodes: list[str] | None = None) -> None:
         super().__init__()
         self.runtime = runtime
         self.nodes = list(nodes) if nodes is not None else []
@@ -76,7 +76,7 @@ class MigWizardScreen(Screen[None]):
 
     # -- layout ------------------------------------------------------------------------------------
     def _model(self) -> str | None:
-        snap = self.runtime.store.snapshot()
+        snap = self.runtime.current_snapshot()
         for n in self.nodes:
             gpus = snap.gpus.get(n, ())
             if gpus:
@@ -91,7 +91,7 @@ class MigWizardScreen(Screen[None]):
 
     def _options(self) -> list[Option]:
         fam = self._family()
-        config = self.runtime.port.mig_layouts
+        config = self.runtime.workflow.mig_layouts
         out = []
         for name in available(fam, config):
             try:
@@ -130,7 +130,7 @@ class MigWizardScreen(Screen[None]):
                     yield Static("", id="mig-preview", markup=False)
 
     def on_mount(self) -> None:
-        if self.runtime.port.read_only:
+        if self.runtime.workflow.read_only:
             self._status("read-only mode: actions are disabled, the MIG wizard too", error=True)
         elif not self.nodes:
             self._status("no nodes: mark nodes on the heatmap (space), then press M", error=True)
@@ -148,7 +148,7 @@ class MigWizardScreen(Screen[None]):
 
     def prepare(self, layout: str) -> bool:
         gpus = self.query_one("#mig-gpus", Input).value.strip() or "all"
-        self.workflow = MigWorkflow(self.runtime.port, self.nodes, layout, gpus, on_change=self._changed,
+        self.workflow = MigWorkflow(self.runtime.workflow, self.nodes, layout, gpus, on_change=self._changed,
                                     poll_s=1.0)
         ok = self.workflow.prepare()
         self._draw_steps()
