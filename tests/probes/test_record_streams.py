@@ -1,0 +1,129 @@
+"""The record parser on the probe loop's own recorded streams (tests/fixtures/probes/loop/, written by
+tests/testbed/nodeshims/record_streams.py): splitting in any chunking, and every record of a faulty
+H100 node, an H200 MIG node and a CPU node parsed in sequence (rates, deltas, flaps, new Xids), each
+compared with its reviewed golden file and checked for the behaviours that matter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from golden import check_golden
+
+from hpctui.model.common import Severity
+from hpctui.model.mount import MountState
+from hpctui.model.probe import ServiceStatus
+from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record, severity_of, split_sections
+
+LOOP = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "loop"
+NODES = ("gpu-faulty", "gpu-mig", "cpu-ro")
+
+
+def stream(node: str) -> bytes:
+    return (LOOP / f"{node}.stream").read_bytes()
+
+
+def readings(node: str) -> list[ProbeReading]:
+    state = ProbeState()
+    splitter = RecordSplitter()
+    texts = splitter.feed(stream(node))
+    assert splitter.take_warnings() == []
+    return [parse_record(node, t, state, 0.0) for t in texts]
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 4096, 1 << 20])
+@pytest.mark.parametrize("node", NODES)
+def test_any_chunking_gives_the_same_three_records(node: str, chunk: int) -> None:
+    data = stream(node)
+    whole = data.decode().split("@@hpctui begin ")[1:]
+    splitter = RecordSplitter()
+    out: list[str] = []
+    for i in range(0, len(data), chunk):
+        out += splitter.feed(data[i:i + chunk])
+    splitter.end_of_stream()
+    assert out == ["@@hpctui begin " + w for w in whole]
+    assert (splitter.records, splitter.dropped, splitter.take_warnings()) == (3, 0, [])
+
+
+def test_garbage_cut_records_and_a_partial_tail_cost_only_themselves() -> None:
+    data = stream("cpu-ro")
+    recs = [b"@@hpctui begin " + r for r in data.split(b"@@hpctui begin ")[1:]]
+    cut = recs[0][: recs[0].rfind(b"\n", 0, len(recs[0]) // 2) + 1]  # cut at a line end (as a dying loop)
+    mixed = b"login banner\n" + recs[0] + cut + recs[1] + b"\x00junk\n" + recs[2] + recs[0][:40]
+    splitter = RecordSplitter()
+    out = splitter.feed(mixed)
+    assert [t.encode() for t in out] == recs
+    splitter.end_of_stream()
+    assert splitter.take_warnings() == [
+        "13 bytes outside a record dropped",
+        "record cut off (a new record began before its end)",
+        "6 bytes outside a record dropped",
+        "record cut off (stream ended mid-record)",
+    ]
+    assert (splitter.records, splitter.dropped) == (3, 4)
+    small = RecordSplitter(max_record_bytes=1000)
+    assert small.feed(recs[0]) == [] and small.take_warnings() == ["record larger than 1000 bytes dropped"]
+
+
+@pytest.mark.parametrize("node", NODES)
+def test_records_match_their_golden_parse(node: str) -> None:
+    rs = readings(node)
+    assert [r.seq for r in rs] == [1, 2, 3]
+    for i, r in enumerate(rs, 1):
+        check_golden(f"loop-{node}-{i}", r)
+
+
+def test_sections_of_a_recorded_record() -> None:
+    text = stream("gpu-faulty").decode().split("@@hpctui begin ")[1]
+    seq, epoch, secs = split_sections("@@hpctui begin " + text)
+    assert seq == 1 and epoch == 1796163552375798325 / 1e9
+    hung = secs["stat.194"]
+    assert (hung.rc, hung.late, hung.extra) == (124, 1, "1796163552709161126 1796163553760077680")
+    assert secs["config"].text.splitlines()[0].startswith("slow_ms ")
+    assert not secs["gpu"].text.endswith("\n") and secs["gpu"].rc == 0
+
+
+def test_faulty_node_across_three_records() -> None:
+    first, second, third = readings("gpu-faulty")
+    assert first.late_probes == ("stat.194",) and "stat.194: probe late" in first.warnings
+    mounts = {m.target: m for m in first.mounts or ()}
+    assert mounts["/mnt/nfs/test"].state is MountState.HUNG
+    assert mounts["/mnt/nfs/test-dupe"].state is MountState.DEGRADED
+    assert mounts["/lustre/scratch"].state is MountState.DEGRADED
+    assert (mounts["/lustre/scratch"].detail or "").startswith("lfs check servers: ")
+    assert mounts["/home"].state is MountState.MISSING and mounts["/home"].detail == "expected but not mounted"
+    assert {m.node for m in first.mounts or ()} == {"gpu-faulty"}
+    # mount-slow cleared after the first record: the Lustre mount is no longer slow, only degraded
+    assert {m.target: m.state for m in third.mounts or ()}["/lustre/scratch"] is MountState.DEGRADED
+    # mlx5_0 port 1 flapped twice between the first and the second record
+    ib1 = {(p.device, p.port): p for p in first.ib or ()}
+    ib2 = {(p.device, p.port): p for p in second.ib or ()}
+    assert ib1[("mlx5_0", 1)].flaps == 0 and ib2[("mlx5_0", 1)].flaps == 2
+    assert ib2[("mlx5_0", 1)].deltas == {"link_downed": 2} and ib2[("mlx5_0", 1)].last_down == second.time
+    assert ib1[("mlx5_4", 1)].is_up is False and ib1[("mlx5_4", 1)].state == "DOWN"
+    # the new Xid 79 line is an event once, on GPU 0 (bus 0000:18:00)
+    xid79 = [e for r in (first, second, third) for e in r.events if e.message.startswith("Xid 79 on 0000:18:00")]
+    assert len(xid79) == 1 and xid79[0].object == "gpu/gpu-faulty/0" and xid79[0].severity is Severity.CRITICAL
+    assert second.gpus is not None and second.gpus[0].last_xid == 79
+    assert severity_of(first) is Severity.CRITICAL and severity_of(third) is Severity.OK
+    # NVSwitch SXids: the first record carries them, later ones the same switches without new events
+    assert first.nvswitches and third.nvswitches == first.nvswitches
+    assert not [e for e in third.events if e.source == "nvswitch"]
+    svc = {s.name: s for s in first.services or ()}
+    assert svc["nvidia-fabricmanager"].status is ServiceStatus.FAILED
+    assert "Failed with result 'exit-code'" in (svc["nvidia-fabricmanager"].detail or "")
+    # rates only between consecutive records
+    assert first.resources is not None and first.resources.cpu_busy_pct is None
+    assert second.resources is not None and second.resources.nic_rx_bps.keys() == {"eth0"}
+
+
+def test_mig_node_keeps_its_instances_and_cpu_node_its_read_only_mount() -> None:
+    for r in readings("gpu-mig"):
+        (g,) = r.gpus or ()
+        assert [(i.gi_id, i.ci_id, i.profile) for i in g.mig_instances] == [
+            (2, 0, "3g.71gb"), (2, 1, "3g.71gb"), (3, 0, "2g.35gb"), (9, 0, "1g.18gb"), (10, 0, "1g.18gb")]
+        assert g.nvlinks == () and r.warnings == ()
+    for r in readings("cpu-ro"):
+        assert r.gpus == ()
+        states = {m.target: m.state for m in r.mounts or ()}
+        assert states["/lustre/scratch"] is MountState.READ_ONLY
