@@ -221,7 +221,8 @@ def add_act_arguments(p: argparse.ArgumentParser) -> None:
                    help="hostlist expression(s) for node actions (gpu[01-04]), job ids for job actions (12,13_[1-4])")
     p.add_argument("--reason", help="reason (drain, reboot, ...)")
     p.add_argument("--param", action="append", default=[], metavar="K=V", help="extra action parameter (repeatable); drain/resume: drain_in=slurm|k8s|both, "
-                   "k8s_drain=cordon|evict")
+                   "k8s_drain=cordon|evict; drain/cordon/hold of a target that already is drained/"
+                   "cordoned/held: reason_mode=keep|append|replace (refused without it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan (exact commands, what it hits) and exit")
     p.add_argument("--yes", action="store_true", help="confirm without asking (also the typed word of bulk actions)")
     p.add_argument("--json", action="store_true", help="machine-readable plan and results")

@@ -5,6 +5,8 @@ audit trail; the three files are renderings of it. Every cluster string goes thr
 :func:`hpctui.sanitize.clean_text`, every secret from the config is redacted from every
 string, the HTML escapes everything and links nothing, and the Markdown backslash-escapes every cluster
 string (:func:`md_escape`) so that none of it renders as a link, an image, HTML or markup.
+The charts (per GPU and per IB port, the failing ones highlighted) are :mod:`hpctui.report_charts`:
+inline SVG in the HTML, text in the Markdown, their data in the JSON.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 
 import msgspec
 
-from hpctui import __version__
+from hpctui import __version__, report_charts
 from hpctui.findings import findings_for
+from hpctui.gpu_history import SeriesHistory
 from hpctui.health import Thresholds
 from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model import gpu as gpu_model
@@ -33,7 +36,6 @@ from hpctui.sanitize import clean_text
 REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(r"(token|password|passwd|secret|jwt|credential|api_?key|private_?key|key_?(file|path)|"
                          r"identity|client_?key|cert_?key|bearer)", re.IGNORECASE)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 HistoryGet = Callable[[str], list[tuple[float, float]]]
@@ -145,28 +147,62 @@ def _job_row(job: SlurmJob) -> dict[str, Any]:
             "partition": job.partition, "gpus_alloc": dict(job.gpus_alloc), "start_time": job.start_time}
 
 
-def _chart(series: list[tuple[float, float]], title: str, now: float) -> str | None:
-    if len(series) < 2:
-        return None
-    import plotext as plt
+def _event_says(snapshot: ClusterSnapshot, obj: str, reason: str, when: float | None, start: float) -> bool:
+    """Whether an event on ``obj`` in the window (from ``start``) already tells the drain ``reason``
+    (within 2 min of ``when``): then the timeline shows that event, not the node's reason a second time."""
+    text = clean_text(reason)
+    return any(e.object == obj and e.time >= start and text in e.message
+               and (when is None or abs(e.time - when) <= 120) for e in snapshot.events)
 
-    plt.clear_figure()
-    plt.theme("clear")
-    plt.plot_size(72, 14)
-    plt.plot([(t - now) / 60 for t, _ in series], [v for _, v in series], marker="braille")
-    plt.title(title)
-    plt.xlabel("minutes (0 = report time)")
-    text = _ANSI.sub("", plt.build())
-    plt.clear_figure()
-    return "\n".join(line.rstrip() for line in text.splitlines())
+
+def _outcome_text(outcome: Mapping[str, Any] | None, steps: int) -> str:
+    if outcome is None:
+        return (f"no outcome recorded after {steps} step(s) (interrupted?)" if steps
+                else "no outcome recorded (interrupted?)")
+    if outcome.get("refused"):
+        return f"refused: {outcome.get('refused')}"
+    results = outcome.get("results") or []
+    ok = sum(1 for r in results if isinstance(r, dict) and r.get("ok"))
+    return f"{ok}/{len(results)} ok"
+
+
+def _actions(audit: Iterable[Mapping[str, Any]], start: float, keys: set[str]) -> list[dict[str, Any]]:
+    """One row per action: the intent, step and outcome records sharing an audit ``id`` are one action
+    (its outcome when recorded, else what the intent said was about to run); a record without an id
+    (a refusal, an older log) is an action of its own. Only actions in the window on ``keys``."""
+    groups: dict[object, list[Mapping[str, Any]]] = {}
+    for i, rec in enumerate(audit):
+        rid = rec.get("id")
+        groups.setdefault(rid if isinstance(rid, str) and rid else ("record", i), []).append(rec)
+    rows: list[dict[str, Any]] = []
+    for gid, recs in groups.items():
+        intent = next((r for r in recs if r.get("phase") == "intent"), None)
+        outcome = next((r for r in reversed(recs) if r.get("phase") in (None, "outcome")), None)
+        steps = sum(1 for r in recs if r.get("phase") == "step")
+        main = outcome or intent
+        if main is None:
+            continue
+        t = (intent or main).get("time")
+        targets = [str(x) for x in main.get("targets") or ()]
+        if not isinstance(t, int | float) or t < start or not keys.intersection(targets):
+            continue
+        rows.append({"id": gid if isinstance(gid, str) else None, "time": t, "user": main.get("user"),
+                     "action": main.get("action"), "targets": targets, "commands": list(main.get("commands") or ()),
+                     "outcome": _outcome_text(outcome, steps)})
+    return rows
 
 
 def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str], since_s: float,
                  thresholds: Thresholds | None = None, history: HistoryGet | None = None,
+                 series: SeriesHistory | None = None,
                  audit: Iterable[Mapping[str, Any]] = (), secrets: Iterable[str] = (),
                  user: str | None = None, host: str | None = None, now: float | None = None,
                  origin: str = "hpctui report") -> dict[str, Any]:
-    """The report document (plain JSON data), sanitised and with secrets redacted."""
+    """The report document (plain JSON data), sanitised and with secrets redacted.
+
+    ``series``: the store's per-GPU/per-port rings, charted one line per GPU and port with the failing
+    ones highlighted; ``history``: the node means, charted where the rings do not keep a node.
+    ``audit``: audit records, intents, steps and outcomes alike: one action (one id) is one row."""
     now = snapshot.time if now is None else now
     start = now - since_s
     node_set = set(nodes)
@@ -186,8 +222,7 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
     ib_rows: list[dict[str, Any]] = []
     mount_rows: list[dict[str, Any]] = []
     timeline: list[dict[str, Any]] = []
-    charts: dict[str, dict[str, str]] = {}
-    series: dict[str, dict[str, list[list[float]]]] = {}
+    charts: dict[str, list[dict[str, Any]]] = {}
     for name in nodes:
         node = snapshot.nodes.get(name)
         slurm = node.slurm if node else None
@@ -203,7 +238,8 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
             "findings": [{"severity": f.severity.name, "object": f.object, "code": f.code, "message": f.message}
                          for f in findings.node(name)],
         })
-        if slurm and slurm.reason:
+        if slurm and slurm.reason and not _event_says(snapshot, f"node/{name}", slurm.reason, slurm.reason_time,
+                                                       start):
             timeline.append({"time": slurm.reason_time, "source": "slurm", "object": f"node/{name}",
                              "severity": "WARNING",
                              "message": f"drain reason: {slurm.reason}"
@@ -232,18 +268,10 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
         for m in snapshot.mounts.get(name, ()):
             mount_rows.append({"node": name, "target": m.target, "fstype": m.fstype, "source": m.source,
                                "state": m.state.value, "latency_ms": m.latency_ms, "detail": m.detail})
-        if history is not None:
-            node_series: dict[str, list[list[float]]] = {}
-            node_charts: dict[str, str] = {}
-            for key, label in (("util", "GPU utilization % (node mean)"), ("temp", "GPU temperature C (node mean)")):
-                pts = [(t, v) for t, v in history(f"node:{name}:{key}") if t >= start]
-                node_series[key] = [[t, round(v, 2)] for t, v in pts]
-                chart = _chart(pts, f"{name}: {label}", now)
-                if chart:
-                    node_charts[key] = chart
-            series[name] = node_series
-            if node_charts:
-                charts[name] = node_charts
+        node_charts = report_charts.node_charts(name, series=series, history=history, findings=findings, now=now,
+                                                window_s=since_s)
+        if node_charts:
+            charts[name] = node_charts
 
     for event in snapshot.events:
         if event.time < start:
@@ -254,20 +282,9 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
                 (parts[0] == "pod" and "/".join(parts[1:]) in pod_keys):
             timeline.append({"time": event.time, "source": "kernel" if event.source == "gpu" else event.source,
                              "object": event.object, "severity": event.severity.name, "message": event.message})
-    actions: list[dict[str, Any]] = []
-    for rec in audit:
-        t = rec.get("time")
-        targets = [str(x) for x in rec.get("targets") or ()]
-        if not isinstance(t, int | float) or t < start or not (node_set | job_keys).intersection(targets):
-            continue
-        results = rec.get("results") or []
-        ok = sum(1 for r in results if isinstance(r, dict) and r.get("ok"))
-        outcome = f"refused: {rec.get('refused')}" if rec.get("refused") else f"{ok}/{len(results)} ok"
-        row = {"time": t, "user": rec.get("user"), "action": rec.get("action"), "targets": targets,
-               "commands": list(rec.get("commands") or ()), "outcome": outcome}
-        actions.append(row)
-        timeline.append({"time": t, "source": "action", "object": ",".join(targets), "severity": "INFO",
-                         "message": f"{rec.get('action')} by {rec.get('user')}: {outcome}"})
+    actions = _actions(audit, start, node_set | job_keys)
+    timeline.extend({"time": a["time"], "source": "action", "object": ",".join(a["targets"]), "severity": "INFO",
+                     "message": f"{a['action']} by {a['user']}: {a['outcome']}", "id": a["id"]} for a in actions)
     timeline.sort(key=lambda e: (e["time"] is None, e["time"] or 0.0))
 
     doc: dict[str, Any] = {
@@ -290,7 +307,6 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
                   "reason": p.reason, "gpus_requested": p.gpus_requested} for p in hit_pods],
         "actions": actions,
         "timeline": timeline,
-        "history": series,
         "charts": charts,
         "sources": {n: {"kind": h.kind, "last_success": h.last_success, "last_error": h.last_error}
                     for n, h in snapshot.sources.items()},
@@ -419,13 +435,13 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         out.append("| " + " | ".join(h for h, _ in cols) + " |")
         out.append("|" + "---|" * len(cols))
         out.extend("| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows)
-    out += ["", "## GPU history", ""]
+    out += ["", "## GPU and IB history", ""]
     if not doc["charts"]:
-        out.append("_not enough history in the window for a chart (a headless report collects once; "
-                   "reports made from the app chart the session's history)_")
-    for node_charts in doc["charts"].values():
-        for chart in node_charts.values():
-            out += [*md_code_block(chart), ""]
+        out.append(f"_{md_escape(NO_HISTORY)}_")
+    for node, node_charts in doc["charts"].items():
+        out += [f"### {md_escape(str(node))}", ""]
+        for chart in node_charts:
+            out += [*md_code_block(report_charts.text_chart(chart)), "", md_escape(report_charts.caption(chart)), ""]
     return "\n".join(out) + "\n"
 
 
@@ -433,7 +449,11 @@ _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;background
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#eee}pre{background:#f6f6f6;padding:8px;font-size:12px;line-height:1.1}
-.meta td:first-child{font-weight:bold}.none{color:#888;font-style:italic}"""
+.meta td:first-child{font-weight:bold}.none{color:#888;font-style:italic}
+figure{margin:0 0 1.5em}figcaption{font-size:13px;color:#444;max-width:760px}
+.note{border-left:4px solid #d62728;padding:4px 8px;background:#fff4f4}"""
+NO_HISTORY = ("not enough history in the window for a chart (a headless report collects once; "
+              "reports made from the app chart the session's history)")
 
 
 def render_html(doc: Mapping[str, Any]) -> str:
@@ -452,15 +472,35 @@ def render_html(doc: Mapping[str, Any]) -> str:
         out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h, _ in cols) + "</tr>")
         out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows)
         out.append("</table>")
-    out.append("<h2>GPU history</h2>")
-    if not doc["charts"]:
-        out.append('<p class="none">not enough history in the window for a chart</p>')
-    for node_charts in doc["charts"].values():
-        out.extend(f"<pre>{e(chart)}</pre>" for chart in node_charts.values())
+    out.append("<h2>GPU and IB history</h2>")
+    out.extend(_html_charts(doc["charts"]))
     if doc.get("screenshot"):
         out.append(f'<h2>Screen</h2><p>{e(doc["screenshot"])} (next to this file)</p>')
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _html_charts(charts: Mapping[str, list[Mapping[str, Any]]]) -> list[str]:
+    """Each node's charts as inline SVG (pygal) with a caption; without pygal a note says how to get
+    them and the captions stay. Never a text chart: those are for the Markdown."""
+    e = html.escape
+    if not charts:
+        return [f'<p class="none">{e(NO_HISTORY)}</p>']
+    out: list[str] = []
+    drawn = True
+    for node, node_charts in charts.items():
+        out.append(f"<h3>{e(str(node))}</h3>")
+        for chart in node_charts:
+            svg = ""
+            if drawn:
+                try:
+                    svg = report_charts.svg_chart(chart)
+                except ImportError:
+                    drawn = False
+                    out.append(f'<p class="note">{e(report_charts.CHARTS_MISSING)}</p>')
+            title = "" if svg else f"{report_charts.chart_title(chart)}: "
+            out.append(f"<figure>{svg}<figcaption>{e(title + report_charts.caption(chart))}</figcaption></figure>")
+    return out
 
 
 def write_report(doc: Mapping[str, Any], directory: Path) -> list[Path]:

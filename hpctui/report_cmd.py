@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpctui.actions.audit import AuditRead
+from hpctui.model.hostlist import HostlistError, expand
 from hpctui.report import ReportError, build_report, parse_since, scope, write_report
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ async def _collect_demo_window(args: argparse.Namespace, since_s: float) -> Runt
     clock = _StepClock(now - replay)
     runtime = demo_runtime(size=args.demo_size, seed=args.seed, clock=clock, start_time=now - replay,
                            read_only=True)
+    _watch(runtime, args.nodes)
     try:
         for i in range(DEMO_SAMPLES + 1):
             clock.t = now - replay + replay * i / DEMO_SAMPLES
@@ -59,6 +61,16 @@ async def _collect_demo_window(args: argparse.Namespace, since_s: float) -> Runt
     finally:
         await runtime.stop()
     return runtime
+
+
+def _watch(runtime: Runtime, nodes_expr: str | None) -> None:
+    """Keep per-GPU history for the named nodes even in a demo past the rings' node bound."""
+    try:
+        names = expand(nodes_expr) if nodes_expr else []
+    except HostlistError:
+        return  # scope() says what is wrong with the expression
+    for name in names:
+        runtime.store.series.watch(name)
 
 
 def make_report(args: argparse.Namespace, build_runtime: Callable[[], Runtime]) -> int:
@@ -81,13 +93,14 @@ def make_report(args: argparse.Namespace, build_runtime: Callable[[], Runtime]) 
     except ReportError as exc:
         sys.stderr.write(f"hpctui report: error: {exc}\n")
         return 2
-    got = runtime.executor.audit.tail(intents=False) if runtime.executor.audit is not None else AuditRead()
+    # intents too: an action killed halfway left only its intent; _actions makes one row of each id
+    got = runtime.executor.audit.tail() if runtime.executor.audit is not None else AuditRead()
     for warning in got.warnings:  # a torn line costs that line, never the report
         sys.stderr.write(f"hpctui report: warning: {warning}\n")
     audit = got.records
     doc = build_report(snapshot, nodes=nodes, jobs=jobs, since_s=since_s, thresholds=runtime.thresholds,
-                       history=runtime.store.history.get, audit=audit, secrets=runtime.secrets,
-                       origin="hpctui report")
+                       history=runtime.store.history.get, series=runtime.store.series, audit=audit,
+                       secrets=runtime.secrets, origin="hpctui report")
     try:
         paths = write_report(doc, args.output)
     except OSError as exc:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 import msgspec
 
 from hpctui.findings import findings_for
 from hpctui.health import Finding, Thresholds
-from hpctui.model import ClusterSnapshot, Severity, fmt_na
+from hpctui.model import ClusterSnapshot, Node, Severity, fmt_na
 from hpctui.sanitize import clean_text
 
 
@@ -54,6 +55,36 @@ def gpu_count(snapshot: ClusterSnapshot, name: str) -> str:
     return str(total) if total is not None else ("0" if gpus is not None else "N/A")
 
 
+# (title, right-aligned); the last column (WORST) is free text and is never padded.
+NODE_COLUMNS = (("NODE", False), ("SLURM", False), ("K8S", False), ("GPUS", True), ("UTIL%", True),
+                ("TEMP°C", True), ("WORST", False))
+
+
+def _node_row(snapshot: ClusterSnapshot, name: str, node: Node, findings: Sequence[Finding]) -> tuple[str, ...]:
+    """One node's cells, whole (``Ready=Unknown``, a long Slurm state): the table sizes to them."""
+    gpus = snapshot.gpus.get(name, ())
+    utils = [g.util_pct for g in gpus if g.util_pct is not None]
+    temps = [g.temp_c for g in gpus if g.temp_c is not None]
+    worst = f"{findings[0].severity.name}: {findings[0].message}" if findings else "-"
+    slurm = node.slurm.display_state if node.slurm else "-"
+    k8s = ("Ready" if node.k8s.ready == "True" else f"Ready={node.k8s.ready}") if node.k8s else "-"
+    if node.k8s and node.k8s.unschedulable:
+        k8s += ",cordon"
+    return (name, slurm, k8s, gpu_count(snapshot, name), fmt_na(_avg(utils), "{:.0f}"),
+            fmt_na(max(temps) if temps else None, "{:.0f}"), worst)
+
+
+def _aligned(columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Header and rows with every column as wide as its widest cell: nothing is cut."""
+    widths = [max([len(title), *(len(r[i]) for r in rows)]) for i, (title, _) in enumerate(columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [c.rjust(w) if right else c.ljust(w)
+               for c, w, (_, right) in zip(cells[:-1], widths, columns, strict=False)]
+        return " ".join(out) + "  " + cells[-1]
+    return [line([t for t, _ in columns]), *(line(r) for r in rows)]
+
+
 def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float | None = None) -> str:
     """The compact table: one line per source (then each of its warnings and failed parts), one per
     node, job and pod counts, queues, and every finding of warning and worse."""
@@ -65,23 +96,9 @@ def render_table(snapshot: ClusterSnapshot, thresholds: Thresholds, now: float |
         lines.extend(f"  warning: {w}" for w in health.warnings)  # every one (README): records dropped, ...
         lines.extend(f"  warning: {part} not read: {why}" for part, why in health.part_errors.items())
     lines.append("")
-    header = f"{'NODE':<14} {'SLURM':<22} {'K8S':<10} {'GPUS':>5} {'UTIL%':>6} {'TEMPC':>6}  WORST"
-    lines.append(header)
     index = findings_for(snapshot, thresholds)
-    for name, node in snapshot.nodes.items():
-        gpus = snapshot.gpus.get(name, ())
-        utils = [g.util_pct for g in gpus if g.util_pct is not None]
-        temps = [g.temp_c for g in gpus if g.temp_c is not None]
-        findings = index.node(name)
-        worst = f"{findings[0].severity.name}: {findings[0].message}" if findings else "-"
-        slurm = node.slurm.display_state if node.slurm else "-"
-        k8s = ("Ready" if node.k8s.ready == "True" else f"Ready={node.k8s.ready}") if node.k8s else "-"
-        if node.k8s and node.k8s.unschedulable:
-            k8s += ",cordon"
-        lines.append(
-            f"{name:<14} {slurm[:22]:<22} {k8s[:10]:<10} {gpu_count(snapshot, name):>5} {fmt_na(_avg(utils), '{:.0f}'):>6} "
-            f"{fmt_na(max(temps) if temps else None, '{:.0f}'):>6}  {worst}"
-        )
+    rows = [_node_row(snapshot, name, node, index.node(name)) for name, node in snapshot.nodes.items()]
+    lines.extend(_aligned(NODE_COLUMNS, rows))
     lines.append("")
     states = Counter(j.state for j in snapshot.jobs)
     lines.append("jobs: " + (", ".join(f"{k} {v}" for k, v in sorted(states.items())) or "none"))

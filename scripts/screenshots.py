@@ -214,6 +214,28 @@ async def plans_shots() -> list[Path]:
     return out
 
 
+async def redrain_shot() -> Path:
+    """Draining gpu0007 again (demo seed 1: drained by root, "xid 79 gpu3 - RMA ticket 4411") with
+    the problem list focused (the key acts on the node ``g`` selected): the dialog says what is
+    already true and offers keep / append / replace; append chosen, the new reason typed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=1, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            app.dashboard.show_view("problems")
+            await pilot.press("g", *"gpu0007", "enter")
+            await pilot.pause()
+            await pilot.press("d")
+            await pilot.pause()
+            await pilot.press("down", "enter", "tab", *"PSU swapped too")  # append, then the reason
+            await pilot.pause()
+            return Path(app.save_screenshot("action-redrain.svg", str(OUT)))
+
+
 async def main_visuals() -> None:
     OUT.mkdir(exist_ok=True)
     racks = {f"r{i + 1:02d}": f"gpu[{i * 16 + 1:04d}-{i * 16 + 16:04d}]" for i in range(4)}
@@ -312,6 +334,7 @@ async def main() -> None:
     shots += await views_shots()
     shots += await shoot_mig()
     shots += await plans_shots()
+    shots.append(await redrain_shot())
     shots += await layout_shots()
     await main_visuals()
     if "--png" in sys.argv:
@@ -370,6 +393,13 @@ async def views_shots() -> list[Path]:
     return out
 
 
+async def redrain_main() -> None:
+    path = await redrain_shot()
+    if "--png" in sys.argv:
+        to_png([path])
+    print(path.relative_to(ROOT))
+
+
 async def views_main() -> None:
     for path in await views_shots():
         print(path.relative_to(ROOT))
@@ -377,5 +407,5 @@ async def views_main() -> None:
 
 if __name__ == "__main__":
     # `python scripts/screenshots.py [views|visuals|wall]`: all shots, or one group of them
-    only = {"views": views_main, "visuals": main_visuals}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
+    only = {"views": views_main, "visuals": main_visuals, "redrain": redrain_main}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
     asyncio.run(only() if only is not None else main())

@@ -163,14 +163,15 @@ def hpctui(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.C
 
 
 def test_cli_dry_run_refusal_yes_and_read_only(tmp_path: Path) -> None:
-    dry = hpctui(tmp_path, "drain", "--targets", "gpu[0001-0003]", "--reason", "xid 79", "--dry-run", "--demo",
+    # (gpu0001 is the demo's drained node: re-draining it needs reason_mode, see test_redrain_*)
+    dry = hpctui(tmp_path, "drain", "--targets", "gpu[0002-0004]", "--reason", "xid 79", "--dry-run", "--demo",
                  "--demo-size", "8")
     assert dry.returncode == 0, dry.stderr
     assert "State=DRAIN" in dry.stdout and "drain-3" in dry.stdout
-    no_tty = hpctui(tmp_path, "drain", "--targets", "gpu0001", "--reason", "x", "--demo", "--demo-size", "8",
+    no_tty = hpctui(tmp_path, "drain", "--targets", "gpu0002", "--reason", "x", "--demo", "--demo-size", "8",
                     stdin="")
     assert no_tty.returncode == 2 and "pass --yes" in no_tty.stderr
-    yes = hpctui(tmp_path, "drain", "--targets", "gpu[0001-0003]", "--reason", "x", "--demo", "--demo-size", "8",
+    yes = hpctui(tmp_path, "drain", "--targets", "gpu[0002-0004]", "--reason", "x", "--demo", "--demo-size", "8",
                  "--yes", "--json")
     assert yes.returncode == 0, yes.stderr
     assert json.loads(yes.stdout)["ok"] is True

@@ -69,7 +69,8 @@ async def incident(tmp_path: Path) -> tuple[Runtime, ClusterSnapshot, dict[str, 
     snap = rt.store.snapshot()
     nodes, jobs = scope(snap, "gpu[0001,0003,0005]", None)
     doc = build_report(snap, nodes=nodes, jobs=jobs, since_s=3600, thresholds=rt.thresholds,
-                       history=rt.store.history.get, audit=rt.executor.audit.read() if rt.executor.audit else [],
+                       history=rt.store.history.get, series=rt.store.series,
+                       audit=rt.executor.audit.read(intents=True) if rt.executor.audit else [],
                        secrets=rt.secrets, user="alice", host="ops1")
     return rt, snap, doc
 
@@ -129,10 +130,19 @@ async def test_content_matches_the_snapshot_field_by_field(tmp_path: Path) -> No
     assert times == sorted(times)
     [action] = doc["actions"]  # type: ignore[misc]
     assert action["action"] == "drain" and action["targets"] == ["gpu0003"] and action["outcome"] == "1/1 ok"
-    # charts from the store's history (10+ samples)
+    # charts from the store's per-GPU/per-port history (10+ samples): one series per GPU and per port
     assert set(doc["charts"]) == {"gpu0001", "gpu0003", "gpu0005"}  # type: ignore[arg-type]
-    assert "GPU utilization" in doc["charts"]["gpu0001"]["util"]  # type: ignore[index]
-    assert len(doc["history"]["gpu0001"]["temp"]) == len(rt.store.history.get("node:gpu0001:temp"))  # type: ignore[index]
+    by_metric = {c["metric"]: c for c in doc["charts"]["gpu0003"]}  # type: ignore[index]
+    assert {"util", "temp", "power", "rx", "tx", "err"} <= set(by_metric)
+    assert sorted(s["label"] for s in by_metric["temp"]["series"]) == sorted(f"GPU {g.index}" for g in snap.gpus["gpu0003"])
+    assert [s["label"] for s in by_metric["temp"]["series"] if s["highlight"]] == ["GPU 5"]  # its ECC errors
+    assert sorted(s["label"] for s in by_metric["rx"]["series"]) == \
+        sorted(f"{p.device}:{p.port}" for p in snap.ib["gpu0003"])
+    [ring] = [s for s in rt.store.series.gpu_series("gpu0003", "temp", 3600, snap.time) if s.label == "GPU 0"]
+    [gpu0] = [s for s in by_metric["temp"]["series"] if s["label"] == "GPU 0"]
+    temp_times = by_metric["temp"]["times"]
+    assert [(t, v) for t, v in zip(temp_times, gpu0["values"], strict=True) if v is not None] == \
+        [(t, round(v, 2)) for t, v in zip(ring.times, ring.values, strict=True)]
 
 
 async def test_secrets_and_hostile_strings_never_reach_the_files(tmp_path: Path) -> None:
@@ -200,6 +210,8 @@ def test_cli_report_from_the_demo(tmp_path: Path) -> None:
     assert doc["charts"], "the demo replays its recent past so the charts have a history"
     md = (out / "report.md").read_text()
     assert "## Xid events" in md and "## Timeline" in md and "reboot the node" in md
+    page = (out / "report.html").read_text()
+    assert page.count("<svg") == sum(len(c) for c in doc["charts"].values()) > 0 and "<pre>" not in page
 
 
 def test_cli_report_usage_errors(tmp_path: Path) -> None:

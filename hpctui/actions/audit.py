@@ -254,7 +254,7 @@ class AuditLog:
         self._write({
             "phase": "intent", "id": action_id, "time": time, "cluster": cluster, "user": user, **(extra or {}),
             "action": plan.kind.value, "source": plan.source, "targets": list(plan.targets),
-            "params": plan.params, "commands": list(plan.commands), **_steps(plan),
+            "params": plan.params, "commands": list(plan.commands), **_steps(plan), **_previous(plan),
         })
 
     def step(self, plan: ActionPlan, step: ActionPlan, outcome: StepResult, cluster: str, *, user: str,
@@ -265,6 +265,7 @@ class AuditLog:
             "cluster": cluster, "user": user, **(extra or {}), "action": plan.kind.value,
             "step_action": step.kind.value, "source": step.source, "targets": list(step.targets),
             "commands": list(step.commands), "results": [msgspec.to_builtins(r) for r in outcome.results],
+            **_previous(plan, step.targets),
         })
 
     def append(self, result: ActionResult, cluster: str, *, action_id: str | None = None,
@@ -285,6 +286,7 @@ class AuditLog:
             "commands": list(result.plan.commands),
             "refused": result.refused,
             "results": [msgspec.to_builtins(r) for r in result.results],
+            **_previous(result.plan),
         }
         if result.steps:
             record["steps"] = [{"action": s.kind.value, "source": s.source, "ok": s.ok,
@@ -426,6 +428,17 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _previous(plan: ActionPlan, targets: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``previous``: each target (of ``targets``, default all) as it was before: state, reason, who,
+    when; ``set`` when it already was what the action makes it, so an overwritten drain reason or
+    hold is never lost."""
+    wanted = None if targets is None else set(targets)
+    kept = tuple(p for p in plan.previous if wanted is None or p.target in wanted)
+    if not kept:
+        return {}
+    return {"previous": [msgspec.to_builtins(p) for p in kept]}
 
 
 def _steps(plan: ActionPlan) -> dict[str, Any]:

@@ -50,7 +50,10 @@ class AuditEntry:
     result: str  # one of RESULTS
     refused: str | None = None
     outcomes: tuple[TargetOutcome, ...] = ()
-    extra: dict[str, str] = field(default_factory=dict)  # uid, sudo_user, logname, ...
+    extra: dict[str, str] = field(default_factory=dict)  # uid, sudo_user, logname, ...: scalars
+    # Structured parts of the record (a hybrid action's ``steps``, a previous state, …): lists,
+    # dicts, strings, numbers, booleans, every string sanitised; the record view formats them.
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -107,8 +110,39 @@ def _entry(rec: Mapping[str, Any], intent: Mapping[str, Any] | None) -> AuditEnt
         source=_s(base.get("source", "")), targets=tuple(_s(x) for x in targets),
         params={_s(k): _s(v) for k, v in params.items()}, commands=tuple(_s(c) for c in commands),
         result=result, refused=refused, outcomes=tuple(outcomes),
-        extra={_s(k): _s(v) for k, v in base.items() if k not in _KNOWN},
+        extra={_s(k): _s(v) for k, v in base.items() if k not in _KNOWN and not isinstance(v, (list, dict))},
+        details={_s(k): _clean_tree(v) for k, v in _structured(base, outcome)},
     )
+
+
+def _structured(base: Mapping[str, Any], outcome: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The record's list and dict fields beyond the known ones (the outcome's win: its steps
+    carry results, the intent's only the plan)."""
+    merged = {k: v for k, v in base.items() if k not in _KNOWN and isinstance(v, (list, dict))}
+    if outcome is not None and outcome is not base:
+        merged.update((k, v) for k, v in outcome.items() if k not in _KNOWN and isinstance(v, (list, dict)))
+    return sorted(merged.items())
+
+
+MAX_DETAIL_DEPTH = 6
+MAX_DETAIL_ITEMS = 200
+
+
+def _clean_tree(value: Any, depth: int = 0) -> Any:
+    """A record's nested value as plain builtins with every string sanitised (bounded in depth
+    and length: a hostile or huge record costs a "…", not the view)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth >= MAX_DETAIL_DEPTH:
+        return "…"
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_DETAIL_ITEMS]
+        return {_s(k): _clean_tree(v, depth + 1) for k, v in items}
+    if isinstance(value, list):
+        return [_clean_tree(v, depth + 1) for v in value[:MAX_DETAIL_ITEMS]]
+    return _s(value)
 
 
 def audit_entries(records: Iterable[Mapping[str, Any]], cluster: str | None = None) -> list[AuditEntry]:

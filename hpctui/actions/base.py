@@ -56,6 +56,10 @@ REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.REBOOT_NODES: ("reason",),
     ActionKind.PARTITION_STATE: ("state",),
 }
+# What to do with a target that already is what the action makes it (a drained node, a cordoned
+# node, a held job): ``reason_mode`` — keep it as it is, append the new reason to its reason, or
+# replace it. Required (the plan does not run without it) whenever such a target is in the plan.
+REASON_MODES = ("keep", "append", "replace")
 BULK_THRESHOLD = 2  # this many targets or more: the user types the confirmation word
 MAX_REASON_LEN = 1024
 
@@ -84,6 +88,18 @@ def reason_problem(reason: str) -> str | None:
     return None
 
 
+class PriorState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one target was before the action, as the last read saw it (the audit record keeps it)."""
+
+    target: str
+    scheduler: str  # "slurm" or "k8s"
+    state: str  # as an admin reads it: DRAINED, MIXED, cordoned, schedulable, PENDING (JobHeldUser)
+    reason: str | None = None
+    user: str | None = None  # who set the reason / the hold, when the scheduler says
+    time: float | None = None  # when (epoch seconds), when the scheduler says
+    set: bool = False  # already what the action makes it: drained, cordoned, held
+
+
 class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a confirmation dialog needs, and everything the executor runs."""
 
@@ -104,6 +120,14 @@ class ActionPlan(msgspec.Struct, frozen=True, kw_only=True):
     # With steps: False = a target an earlier step failed on is not touched by later steps (drain);
     # True = every step runs on all its targets (resume/uncordon release each scheduler on its own).
     continue_on_failure: bool = False
+    # Each requested target as it was before (hpctui.actions.plans.prior_states): shown in the
+    # preview ("already drained by root 2h ago: ...") and kept in the audit record.
+    previous: tuple[PriorState, ...] = ()
+
+    @property
+    def already(self) -> tuple[PriorState, ...]:
+        """The targets that already are what the action makes them."""
+        return tuple(p for p in self.previous if p.set)
 
     @property
     def destructive(self) -> bool:

@@ -26,7 +26,7 @@ from hpctui.actions.base import (
     reason_problem,
     stored_reason,
 )
-from hpctui.actions.plans import ActionSettings, hybrid_plan, preview_warnings
+from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
 from hpctui.correlate import workload_index
 from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import HostlistError, expand
@@ -103,23 +103,41 @@ class ActionExecutor:
             notes.append(f"targets: the {len(found)} job(s) running on {on_nodes}")
         if self.read_only:
             errors.append("read-only mode: actions are disabled")
+        mode = params.pop("reason_mode", "").strip().lower()
+        existing = Existing(kind, mode, prior_states(kind, clean, snapshot))
         for required in REQUIRED_PARAMS.get(kind, ()):
-            if not params.get(required, "").strip():
+            if not params.get(required, "").strip() and not (required == "reason" and _all_kept(existing)):
                 errors.append(f"{kind.value} needs a {required}")
         if not clean:
             errors.append("no targets selected")
-        plan = hybrid_plan(kind, clean, params, snapshot, self.settings, self.backend_for, errors, notes)
+        plan = hybrid_plan(kind, clean, params, snapshot, self.settings, self.backend_for, errors, notes, existing)
         if plan is None:
             backend = self.backend_for(kind)
             if backend is None:
                 errors.append(f"no configured source can {kind.value}")
-                return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors))
-            plan = backend.plan(kind, clean, params, snapshot)
+                return ActionPlan(kind=kind, source="-", targets=clean, params=params, errors=tuple(errors),
+                                  previous=existing.previous)
+            groups = existing.split(kind, clean, params)
+            if not groups:  # every target kept as it is
+                plan = ActionPlan(kind=kind, source=backend.name, targets=(), params=params)
+            elif len(groups) == 1:
+                plan = backend.plan(kind, groups[0][0], groups[0][1], snapshot)
+            else:  # reason_mode=append on nodes with different reasons: one command per resulting reason
+                plan = compose(kind, params, [backend.plan(kind, g, p, snapshot) for g, p in groups],
+                               continue_on_failure=True)
+        errors.extend(existing.problems())
+        if existing.kept and not plan.targets:
+            errors.append(f"nothing to change: {', '.join(dict.fromkeys(existing.kept))} already "
+                          f"{'held' if kind in JOB_ACTIONS else 'set'}, kept as it is (reason_mode=keep)")
+        said, mode_notes = existing.messages(snapshot.time)
+        notes.extend(mode_notes)
         warnings = preview_warnings(kind, plan.targets, snapshot, self._findings(kind, snapshot))
-        if errors or notes or warnings:
+        plan = msgspec.structs.replace(plan, previous=existing.previous,
+                                       params={**plan.params, "reason_mode": mode} if mode else plan.params)
+        if errors or notes or warnings or said:  # what is already true first: it decides the rest
             plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))),
                                            notes=tuple(dict.fromkeys((*notes, *plan.notes))),
-                                           warnings=tuple(dict.fromkeys((*plan.warnings, *warnings))))
+                                           warnings=tuple(dict.fromkeys((*said, *plan.warnings, *warnings))))
         return plan
 
     def _findings(self, kind: ActionKind, snapshot: ClusterSnapshot) -> FindingsIndex | None:
@@ -258,6 +276,12 @@ class ActionExecutor:
         elif confirmation is not True and confirmation != "y":
             return "not confirmed"
         return None
+
+
+def _all_kept(existing: Existing) -> bool:
+    """reason_mode=keep and every Slurm target already drained: no new reason is needed."""
+    slurm = [p for p in existing.previous if p.scheduler == "slurm"]
+    return existing.mode == "keep" and bool(slurm) and all(p.set for p in slurm)
 
 
 def _clean_results(results: Sequence[TargetResult]) -> tuple[TargetResult, ...]:

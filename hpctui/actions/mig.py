@@ -615,7 +615,8 @@ class MigWorkflow:
         slurm = [n for n in nodes if (nd := snap.nodes.get(n)) and nd.slurm is not None]
         reason = f"hpctui mig: {why}"
         if slurm and main.backend_for(ActionKind.DRAIN_NODES) is not None:
-            await self._act(main, ActionKind.DRAIN_NODES, slurm, {"reason": reason}, step)
+            # the wizard drained them itself: its step's reason replaces its own "reconfiguring" one
+            await self._act(main, ActionKind.DRAIN_NODES, slurm, {"reason": reason, "reason_mode": "replace"}, step)
         self._set(step, Status.FAILED, f"{collect(nodes)} left drained: {reason}")
         self._record(step, [TargetResult(target=n, ok=False, message=reason) for n in nodes], started)
         for s in self.steps:

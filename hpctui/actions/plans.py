@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from hpctui.actions.base import ActionKind, ActionPlan
+from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, REASON_MODES, ActionKind, ActionPlan, PriorState
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import jobs_by_id
 
@@ -44,10 +44,11 @@ HYBRID_KINDS = frozenset({ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES})
 
 def hybrid_plan(kind: ActionKind, targets: Sequence[str], params: dict[str, str], snapshot: ClusterSnapshot,
                 settings: ActionSettings, backend_for: Callable[[ActionKind], ActionBackend | None],
-                errors: list[str], notes: list[str]) -> ActionPlan | None:
+                errors: list[str], notes: list[str], existing: Existing | None = None) -> ActionPlan | None:
     """The plan of a drain/resume across Slurm and Kubernetes; None when it is not one (the
     executor then plans it with one backend, as before). ``params`` loses ``drain_in``/``k8s_drain``;
-    problems and notes are appended to ``errors``/``notes``."""
+    problems and notes are appended to ``errors``/``notes``. With ``existing``, each step's targets
+    that already are drained/cordoned are kept, appended to or replaced as its ``reason_mode`` says."""
     if kind not in HYBRID_KINDS:
         return None
     where = params.pop("drain_in", "").strip() or settings.drain_in
@@ -107,8 +108,13 @@ def hybrid_plan(kind: ActionKind, targets: Sequence[str], params: dict[str, str]
     for be, k, names in ((slurm_be, kind, slurm_t), (k8s_be, k8s_kind, k8s_t)):
         if be is not None and names:
             step_params = dict(params) if k is kind else {x: v for x, v in params.items() if x != "reason"}
-            steps.append(be.plan(k, tuple(dict.fromkeys(names)), step_params, snapshot))
+            groups = existing.split(k, tuple(dict.fromkeys(names)), step_params) if existing is not None \
+                else [(tuple(dict.fromkeys(names)), step_params)]
+            steps.extend(be.plan(k, group, group_params, snapshot) for group, group_params in groups)
     if not steps:
+        if existing is not None and existing.kept:
+            return ActionPlan(kind=kind, source=slurm_be.name if slurm_be is not None else "-", targets=(),
+                              params=params)  # every target kept as it is: the executor says so
         return None
     if kind is ActionKind.RESUME_NODES:
         steps.reverse()  # undo in the opposite order: uncordon, then resume
@@ -184,3 +190,150 @@ def _node_names(targets: Sequence[str]) -> list[str]:
         except HostlistError:
             continue
     return list(dict.fromkeys(out))
+
+
+# -- what is already true: a drained node, a cordoned node, a held job ---------------------------
+
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+# Kinds whose targets can already be what they make them, and in which scheduler.
+SET_IN: dict[ActionKind, str] = {
+    ActionKind.DRAIN_NODES: "slurm", ActionKind.CORDON_NODES: "k8s", ActionKind.K8S_DRAIN_NODES: "k8s",
+    ActionKind.HOLD_JOBS: "slurm",
+}
+REASON_KINDS = frozenset({ActionKind.DRAIN_NODES})  # kinds with a reason to append to
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def ago(seconds: float) -> str:
+    """``42 s``, ``30 min``, ``2 h``, ``3 d``: how long ago, for a sentence."""
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h"
+    return f"{s // 86400} d"
+
+
+def prior_states(kind: ActionKind, targets: Sequence[str], snapshot: ClusterSnapshot) -> list[PriorState]:
+    """Each target as the last read saw it: per node its Slurm and Kubernetes state (reason, who,
+    when), per job its state and pending reason; ``set`` marks the ones ``kind`` (or a hybrid drain's
+    cordon step) would only set again. Unknown targets have no entry."""
+    out: list[PriorState] = []
+    if kind in JOB_ACTIONS:
+        by_id = jobs_by_id(snapshot.jobs)
+        for t in dict.fromkeys(targets):
+            job = by_id.get(t)
+            if job is None:
+                continue
+            held = job.reason in HELD_REASONS
+            who = job.user if job.reason == "JobHeldUser" else None
+            out.append(PriorState(target=t, scheduler="slurm", state=job.state, reason=job.reason, user=who,
+                                  set=held and kind is ActionKind.HOLD_JOBS))
+        return out
+    if kind not in NODE_ACTIONS:
+        return out
+    for name in _node_names(targets):
+        node = snapshot.nodes.get(name)
+        if node is None:
+            continue
+        if node.slurm is not None:
+            s = node.slurm
+            out.append(PriorState(target=name, scheduler="slurm", state=s.display_state, reason=s.reason,
+                                  user=s.reason_user, time=s.reason_time,
+                                  set=kind is ActionKind.DRAIN_NODES and "DRAIN" in s.flags))
+        if node.k8s is not None:
+            k = node.k8s
+            since = next((t.time_added for t in k.taints if t.key == UNSCHEDULABLE_TAINT), None)
+            out.append(PriorState(target=name, scheduler="k8s", state="cordoned" if k.unschedulable else "schedulable",
+                                  time=since if k.unschedulable else None,
+                                  set=k.unschedulable and kind in (ActionKind.DRAIN_NODES, ActionKind.CORDON_NODES,
+                                                                   ActionKind.K8S_DRAIN_NODES)))
+    return out
+
+
+def describe_prior(p: PriorState, now: float) -> str:
+    """``gpu0007 is already drained by root 2 h ago: “xid 79 …”`` (what the preview says first)."""
+    when = f" {ago(now - p.time)} ago" if p.time is not None else ""
+    if p.scheduler == "k8s":
+        return f"{p.target} is already cordoned in Kubernetes" + (f" (since{when})" if when else "")
+    if p.reason in HELD_REASONS:
+        who = f"by its user {p.user}" if p.user else "by an admin"
+        return f"job {p.target} is already held {who} ({p.reason})"
+    state = p.state.split("+")[0].lower()
+    by = f" by {p.user}" if p.user else ""
+    reason = f": “{p.reason}”" if p.reason else " (no reason)"
+    return f"{p.target} is already {state}{by}{when}{reason}"
+
+
+MODE_MEANING = {
+    "keep": "left as it is (nothing is sent for it)",
+    "append": "the new reason is appended to the current one",
+    "replace": "set again: the current reason and its user are replaced (the audit record keeps them)",
+}
+
+
+class Existing:
+    """The request's targets as they were, and what ``reason_mode`` does with those that already
+    are what the action makes them. Built once per plan; each step's targets go through
+    :meth:`split`; :meth:`problems` then says what stops the plan (no mode chosen, a bad mode)."""
+
+    def __init__(self, kind: ActionKind, mode: str, previous: Sequence[PriorState]) -> None:
+        self.kind = kind
+        self.mode = mode.strip().lower()
+        self.previous = tuple(previous)
+        self.met: list[PriorState] = []  # set targets a planned step included
+        self.kept: list[str] = []  # targets left out of a step by reason_mode=keep
+
+    def split(self, kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]
+              ) -> list[tuple[tuple[str, ...], dict[str, str]]]:
+        """``targets`` as (targets, params) groups to plan: kept ones left out, appended ones with
+        their own reason (one group per resulting reason); no group when nothing is left."""
+        scheduler = SET_IN.get(kind)
+        already = {p.target: p for p in self.previous if p.set and p.scheduler == scheduler}
+        if not already:
+            return [(targets, params)]
+        names = list(targets)
+        if kind in NODE_ACTIONS:  # a hostlist holding an already-drained node: per name
+            names = [n for t in targets for n in (_node_names([t]) if any(x in already for x in _node_names([t]))
+                                                  else [t])]
+        hit = [already[n] for n in names if n in already]
+        self.met.extend(hit)
+        if self.mode == "keep":
+            self.kept.extend(p.target for p in hit)
+            rest = tuple(n for n in names if n not in already)
+            return [(rest, params)] if rest else []
+        if self.mode == "append" and kind in REASON_KINDS:
+            new = params.get("reason", "").strip()
+            groups: dict[str, list[str]] = {}
+            for n in names:
+                old = already[n].reason if n in already else None
+                groups.setdefault(f"{old}; {new}" if old and new else (old or new), []).append(n)
+            return [(tuple(ns), {**params, "reason": r}) for r, ns in groups.items()]
+        return [(targets, params)]
+
+    def problems(self) -> list[str]:
+        """Why the plan must not run as it is (errors); empty when it may."""
+        if not self.met:
+            return []
+        modes = "keep|replace" if self.kind not in REASON_KINDS else "|".join(REASON_MODES)
+        if not self.mode:
+            first = self.met[0]
+            what = {"k8s": "cordon"}.get(first.scheduler, "hold" if first.reason in HELD_REASONS else "drain reason")
+            more = f" (and {len(self.met) - 1} more)" if len(self.met) > 1 else ""
+            return [f"{first.target}{more}: an existing {what} is not overwritten without a choice: "
+                    f"pass reason_mode={modes} (--param reason_mode=...)"]
+        if self.mode not in REASON_MODES:
+            return [f"reason_mode must be one of {', '.join(REASON_MODES)}, got {self.mode!r}"]
+        if self.mode == "append" and self.kind not in REASON_KINDS:
+            return [f"reason_mode=append: {self.kind.value} has no reason to append to; use keep or replace"]
+        return []
+
+    def messages(self, now: float) -> tuple[list[str], list[str]]:
+        """(warnings, notes) for the preview: what is already true, then what the mode does with it."""
+        warnings = [describe_prior(p, now) for p in dict.fromkeys(self.met)]
+        notes: list[str] = []
+        if self.met and self.mode in MODE_MEANING:
+            notes.append(f"reason_mode={self.mode}: {MODE_MEANING[self.mode]}")
+        return warnings, notes

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from textual import events
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -28,23 +28,22 @@ from textual.widgets import Input
 
 from hpctui import signals
 from hpctui.runtime import Runtime
-from hpctui.ui.keys import ACTION_KEYS, GLOBAL_KEYS, TRIAGE_KEYS, bindings
+from hpctui.ui.keys import GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.literal import escape_markup
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
 from hpctui.ui.screens.dashboard import DashboardScreen
 from hpctui.ui.screens.help import HelpScreen
+from hpctui.ui.subject import act_on_subject, subject_bindings
 from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
 from hpctui.ui.widgets.borders import framed_pane, move_focus_frame
 
 if TYPE_CHECKING:
     from hpctui.clusters import ClusterSet
 
-# Hidden fallbacks for the action keys: when the focused pane disables its action
-# bindings (read-only, wall), the key falls through to these and says why.
-_READ_ONLY_FALLBACKS: list[BindingType] = [
-    Binding(spec.key, f"read_only_notice('{spec.description}')", show=False, id=f"readonly.{spec.id}")
-    for spec in ACTION_KEYS
-]
+# Hidden fallbacks for the node/job action keys, the MIG wizard and charts: a key the focused pane
+# does not bind (or disables: read-only) falls through to these, which act on the subject (the
+# node/job the last selection named, hpctui.ui.subject) or say why they cannot.
+_SUBJECT_FALLBACKS: list[BindingType] = subject_bindings()
 FALLBACK_THEMES = ("dark", "light", "wall")
 WALL_ACTIONS = frozenset({"quit"})  # the only key the wall display answers (q, ctrl+q)
 
@@ -55,7 +54,7 @@ FREEZE_AFTER_S = 0.5  # after the first frame: see _first_frame_drawn
 class HpcApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "hpctui"
-    BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _READ_ONLY_FALLBACKS
+    BINDINGS = bindings(GLOBAL_KEYS, TRIAGE_KEYS) + _SUBJECT_FALLBACKS
 
     def __init__(self, runtime: Runtime, *, theme: str | None = None, wall: bool = False,
                  autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
@@ -348,14 +347,16 @@ class HpcApp(App[None]):
     async def _export_report(self, nodes: Sequence[str]) -> None:
         """The audit log's tail is read in a thread (it may be big, or on NFS); then the report."""
         from hpctui.actions.audit import AuditRead
-        from hpctui.ui.report_export import export_report
+        from hpctui.ui.report_export import prepare_report, write_export
 
         log = self.runtime.executor.audit
-        got = await asyncio.to_thread(log.tail, intents=False) if log is not None else AuditRead()
+        got = await asyncio.to_thread(log.tail) if log is not None else AuditRead()  # intents: one row per id
         for warning in got.warnings:
             self.notify(warning, title="Incident report", severity="warning", markup=False)
         try:
-            out = export_report(self.runtime, nodes, self.export_screenshot, audit=got.records)
+            doc, directory = prepare_report(self.runtime, nodes, audit=got.records)
+            # rendering the charts takes a while: in a thread, off the UI (the document is made already)
+            out = await asyncio.to_thread(write_export, doc, directory, self.export_screenshot())
         except (OSError, ValueError) as exc:
             self.notify(f"report failed: {exc}", severity="error", markup=False)
             return
@@ -364,8 +365,6 @@ class HpcApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.wall:  # nothing actionable on a wall: every key but quit is off (and shown nowhere)
             return action in WALL_ACTIONS
-        if action == "read_only_notice":
-            return self.read_only
         return True
 
     def action_read_only_notice(self, what: str) -> None:
@@ -377,6 +376,10 @@ class HpcApp(App[None]):
         cluster strings, file paths and exception texts, and parsed markup would turn ``[/x]``
         into a crash and ``[@click=…]`` into a live action (hpctui.ui.literal)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    def action_subject_key(self, spec_id: str) -> None:
+        """A node/job key no focused pane took: act on the subject, or say why not."""
+        act_on_subject(self, spec_id)
 
     def on_action_requested(self, message: ActionRequested) -> None:
         if self.read_only:

@@ -12,7 +12,7 @@ NA_TEXT = "N/A"
 # Text styles for severities (the sev-* variables are tuned as cell backgrounds).
 SEVERITY_STYLE = {
     Severity.OK: "$success", Severity.INFO: "$primary", Severity.WARNING: "$warning",
-    Severity.ERROR: "$error", Severity.CRITICAL: "$sev-critical",
+    Severity.ERROR: "$error", Severity.CRITICAL: "$sev-critical-text",
 }
 SEVERITY_LABEL = {
     Severity.OK: "ok", Severity.INFO: "info", Severity.WARNING: "warn",
@@ -124,3 +124,50 @@ def job_time_left_text(start_time: float | None, state: str, limit_min: int | No
     if limit_min is None:
         return "UNLIMITED"
     return squeue_duration(job_time_left(start_time, state, limit_min, now))
+
+
+# -- cells that do not fit ----------------------------------------------------------------------
+ELLIPSIS = "…"
+
+
+def elide(text: str, width: int, how: str = "end") -> str:
+    """``text`` in at most ``width`` cells, an ellipsis marking what was left out.
+
+    ``end``: the head kept (free text); ``middle``: head and tail kept, the tail longer (a pod
+    name's unique suffix, ``inference/vl…7f9c6d-abcde``); ``list``: cut after the last whole
+    comma-separated item that fits (a hostlist reads ``gpu[0057-0060,…]``, never a half range)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    if how == "middle" and width >= 5:
+        head = (width - 1) // 3
+        tail = width - 1 - head
+        return text[:head] + ELLIPSIS + text[-tail:]
+    if how == "list":
+        close = "]" if "[" in text else ""
+        room = width - 1 - len(close)
+        cut = text.rfind(",", 0, room)
+        if cut > 0 and (not close or text.find("[") < cut):
+            return text[: cut + 1] + ELLIPSIS + close
+    return text[: width - 1] + ELLIPSIS
+
+
+_IB_GENERATIONS = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
+
+
+def ib_rate(gbps: float | None, text: str | None = None) -> str:
+    """A link rate in the compact unit every pane uses: ``400G``, with the generation when the
+    port's rate text names one (``200G HDR`` from ``200 Gb/sec (4X HDR)``); N/A when unknown."""
+    if gbps is None:
+        if not text:
+            return NA_TEXT
+        head = text.split(" ", 1)[0]
+        try:
+            gbps = float(head)
+        except ValueError:
+            return text
+    value = f"{gbps:.0f}G" if gbps == int(gbps) else f"{gbps:g}G"
+    words = (text or "").replace("(", " ").replace(")", " ").split()
+    gen = next((w for w in words if w in _IB_GENERATIONS), None)
+    return f"{value} {gen}" if gen else value

@@ -48,9 +48,9 @@ def check_keymap(keymap: dict[str, str], origin: str = "<config>") -> dict[str, 
 
 def expand(keymap: dict[str, str]) -> dict[str, str]:
     """Also remap the copies of a binding: the app-level keys re-bound on modal screens
-    (``modal.<id>``) and the read-only fallbacks of action keys (``readonly.<id>``)."""
+    (``modal.<id>``) and the fallbacks of node/job keys acting on the subject (``subject.<id>``)."""
     out = {k: ",".join(p.strip() for p in v.split(",")) for k, v in keymap.items()}
     for binding_id, keys in list(out.items()):
         out.setdefault(f"modal.{binding_id}", keys)
-        out.setdefault(f"readonly.{binding_id}", keys)
+        out.setdefault(f"subject.{binding_id}", keys)
     return out

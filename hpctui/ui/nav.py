@@ -4,6 +4,7 @@ palette's entries, and switching to another configured cluster at run time."""
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,14 @@ def open_screen(app: HpcApp, command: Command) -> None:
         app.notify(f":{command.name}: this view is not available yet", severity="warning", timeout=3)
         return
     if app._back_to_dashboard():
-        app.push_screen(cls(app.runtime))
+        app.push_screen(cls(app.runtime, **subject_args(app, cls)))
+
+
+def subject_args(app: HpcApp, cls: type) -> dict[str, object]:
+    """A view about one node opens on the subject's (hpctui.ui.subject): ``:charts`` charts the
+    selected node (``:mig`` reads the heatmap's marks itself); others take only the runtime."""
+    nodes = app.dashboard.subject().nodes
+    return {"node": nodes[0]} if nodes and "node" in inspect.signature(cls).parameters else {}
 
 
 async def run_command(app: HpcApp, text: str) -> None:

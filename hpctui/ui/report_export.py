@@ -20,22 +20,37 @@ def export_report(runtime: Runtime, nodes: Sequence[str], screenshot: Callable[[
                   audit: Sequence[Mapping[str, Any]] | None = None) -> Path:
     """Write the report for ``nodes`` (and ``screen.svg``, the SVG text ``screenshot()`` returns) into
     ``directory`` or a new directory under the state dir's ``reports/``; every file 0600, every
-    directory made 0700. Returns the directory.
+    directory made 0700. Returns the directory. (:func:`prepare_report` + :func:`write_export`.)
 
-    ``audit``: the audit records, read beforehand off the UI thread (``AuditLog.tail``); None reads
-    the log's bounded tail here (blocking file I/O)."""
+    ``audit``: the audit records (intents too: one row per action id), read beforehand off the UI
+    thread (``AuditLog.tail``); None reads the log's bounded tail here (blocking file I/O)."""
+    doc, out = prepare_report(runtime, nodes, directory=directory, since_s=since_s, audit=audit)
+    return write_export(doc, out, screenshot() if screenshot is not None else None)
+
+
+def prepare_report(runtime: Runtime, nodes: Sequence[str], *, directory: Path | None = None,
+                   since_s: float = REPORT_WINDOW_S,
+                   audit: Sequence[Mapping[str, Any]] | None = None) -> tuple[dict[str, Any], Path]:
+    """The report document and its directory: reads the store (its history rings too), so it runs on
+    the thread that feeds the store; quick (no rendering)."""
     snapshot = runtime.store.snapshot()
     now = runtime.clock()
     out = directory or default_state_dir() / "reports" / time.strftime(
         f"{runtime.cluster}-%Y%m%d-%H%M%S", time.gmtime(now))
     if audit is None:
-        audit = runtime.executor.audit.read() if runtime.executor.audit is not None else []
+        audit = runtime.executor.audit.read(intents=True) if runtime.executor.audit is not None else []
     doc = build_report(snapshot, nodes=list(nodes), jobs=[], since_s=since_s, thresholds=runtime.thresholds,
-                       history=runtime.store.history.get, audit=audit, secrets=runtime.secrets, now=now,
-                       origin="hpctui app")
+                       history=runtime.store.history.get, series=runtime.store.series, audit=audit,
+                       secrets=runtime.secrets, now=now, origin="hpctui app")
+    return doc, out
+
+
+def write_export(doc: dict[str, Any], out: Path, screen_svg: str | None = None) -> Path:
+    """Render and write ``doc`` (and ``screen.svg``) into ``out``: the slow part (charts), safe in a
+    worker thread (it reads only ``doc``). Returns ``out``."""
     private_dir(out)
-    if screenshot is not None:
-        write_private(out / "screen.svg", screenshot().encode())
+    if screen_svg is not None:
+        write_private(out / "screen.svg", screen_svg.encode())
         doc["screenshot"] = "screen.svg"
     write_report(doc, out)
     return out

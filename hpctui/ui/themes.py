@@ -45,6 +45,7 @@ DEFAULT_VARIABLES: dict[str, str] = {
     "sev-warning": "#C9962A",
     "sev-error": "#D0513E",
     "sev-critical": "#B0206E",
+    "sev-critical-text": "#D04A9A",  # critical as text; tables lighten/darken it to 4.5:1 (contrast.readable)
     "cell-text": "#F5F7FA",
     "pane-border": "#6B7580",  # unfocused pane borders: grey that shows on dark and light surfaces
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,9 +41,26 @@ def k8s_lab() -> Iterator[K8sLab]:
         lab.stop()
 
 
+CLEAR_DEADLINE_S = 300.0
+
+
+def _clear_pods(lab: K8sLab, ns: str) -> None:
+    """Every pod of ``ns`` gone. A delete-collection of the scale test's 10,000 pods can outlast the
+    API server's request timeout on a loaded machine and stop half-way: repeat until none is left."""
+    deadline = time.monotonic() + CLEAR_DEADLINE_S
+    while True:
+        lab.http("DELETE", f"/api/v1/namespaces/{ns}/pods?gracePeriodSeconds=0")
+        status, doc = lab.http("GET", f"/api/v1/namespaces/{ns}/pods?limit=1")
+        if status == 200 and not doc.get("items"):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pods of namespace {ns} still there after {CLEAR_DEADLINE_S:g}s of deleting")
+        time.sleep(0.5)
+
+
 def _clear(lab: K8sLab) -> None:
     for ns in NAMESPACES:
-        lab.http("DELETE", f"/api/v1/namespaces/{ns}/pods?gracePeriodSeconds=0")
+        _clear_pods(lab, ns)
         lab.http("DELETE", f"/api/v1/namespaces/{ns}/events")
         lab.http("DELETE", f"/apis/policy/v1beta1/namespaces/{ns}/poddisruptionbudgets")
     lab.http("DELETE", "/api/v1/nodes")

@@ -122,8 +122,9 @@ def test_drain_and_resume_a_node_in_both_schedulers_with_one_action(lab: SlurmLa
 
         # K8s side as kubectl drain: cordon + eviction (the DaemonSet pod stays), per action
         kube.make_pod("hpc", "node-agent", K8S_NODE, owner=("DaemonSet", "node-agent"))
+        # (gpu02 is still drained "slurm only": draining it again must say what to do with that reason)
         evict = hpctui(lab, tmp_path, "drain", "--targets", "gpu02", "--reason", "evict too", "--yes",
-                       "--param", "k8s_drain=evict", "--param", "grace_period_s=0", "--config", str(cfg))
+                       "--param", "reason_mode=replace", "--param", "k8s_drain=evict", "--param", "grace_period_s=0", "--config", str(cfg))
         assert evict.returncode == 0, evict.stdout + evict.stderr
         assert "step 2 k8s k8s_drain: 1/1 ok" in evict.stdout and "evicted 1 pod(s)" in evict.stdout, evict.stdout
         assert unschedulable(kube)

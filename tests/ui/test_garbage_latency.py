@@ -86,7 +86,9 @@ async def test_keys_answer_while_slurmrestd_sends_50_mb_of_garbage(tmp_path: Pat
     print(f"{len(latencies)} keys, p50 {statistics.median(latencies) * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, "
           f"max {worst * 1000:.0f} ms; {refreshes} refreshes of 4 x 50 MiB garbage; RSS +{rss.growth_mib:.0f} MiB")
     # generous for a loaded 2-core machine: the old code's keys waited seconds
-    assert p90 < 1.0 and worst < 3.0, (p90, worst)
+    # Generous bounds (a shared 2-core CI machine; measured here p90 0.2–0.4 s quiet, 1.6 s at load 10):
+    # the old code, which read and repaired the garbage whole, answered keys after up to 40 s.
+    assert p90 < 3.0 and worst < 8.0, (p90, worst)
     # nodes and jobs (JSON-looking garbage) are read whole, each once more while joined: ~200 MiB;
     # the old code peaked at ~930 MB
     assert rss.growth_mib < 400, f"RSS grew {rss.growth_mib:.0f} MiB"

@@ -14,7 +14,7 @@ from uikit import load
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.dashboard import TAB_SLOTS, fit_top
-from hpctui.ui.widgets.footer import KeyBar, KeyEntry
+from hpctui.ui.widgets.footer import PINNED, KeyBar, KeyEntry
 from hpctui.ui.widgets.heatmap import LABEL_MIN_WIDTH
 from hpctui.ui.widgets.tabbar import TAB_NAMES, TABS, TabBar
 from hpctui.ui.widgets.vtable import Column, Fit, fit_columns
@@ -27,12 +27,14 @@ def footer_keys(app: HpcApp) -> list[KeyEntry]:
 
 
 def assert_help_and_quit_visible(app: HpcApp, width: int) -> None:
+    """``?`` first, then the triage keys (n, p, g; #22) and ``q``: all on screen at this width."""
     keys = footer_keys(app)
     actions = [k.action for k in keys]
-    assert actions[:2] == ["help", "quit"], actions
+    pinned = [a for a in PINNED if a in actions]
+    assert actions[:len(pinned)] == pinned and pinned[0] == "help" and "quit" in pinned, actions
     palette = [k for k in app.screen.query_one(KeyBar).entries if k.palette]
     right = palette[0].start if palette else width
-    for key in keys[:2]:
+    for key in keys[:len(pinned)]:
         assert key.end > key.start and key.end <= right, (key.action, key.start, key.end)
 
 
@@ -201,7 +203,8 @@ def test_fit_columns_drops_low_priority_first_and_grows() -> None:
     cols = _cols(("id", 8), ("part", 8), ("reason", 20))
     fit = {"id": Fit(100), "part": Fit(10), "reason": Fit(90, 10, grow=1)}
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 39)] == [("id", 8), ("part", 8), ("reason", 20)]
-    assert [(c.key, w) for c, w in fit_columns(cols, fit, 30)] == [("id", 8), ("part", 8), ("reason", 11)]
+    # (#22) a low-value column (priority below 50) goes before a column that matters is cut
+    assert [(c.key, w) for c, w in fit_columns(cols, fit, 30)] == [("id", 8), ("reason", 20)]
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 25)] == [("id", 8), ("reason", 15)]
     assert [(c.key, w) for c, w in fit_columns(cols, fit, 60)] == [("id", 8), ("part", 8), ("reason", 41)]
     assert [c.key for c, _ in fit_columns(cols, fit, 3)] == ["id"]  # never empty

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from uikit import load
+from uikit import Clock, load
 
 from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
@@ -65,3 +65,28 @@ async def test_read_only_app_refuses_every_action_kind(make_runtime: Callable[..
             assert type(app.screen).__name__ != "ActionDialog", kind
     assert rt.executor.available() == frozenset()
     assert rt.executor.audit is not None and rt.executor.audit.read() == []
+
+
+async def test_report_key_charts_the_hot_gpu_of_the_session(make_runtime: Callable[..., Runtime], clock: Clock,
+                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a few polls the app's report charts every GPU of the cursor node from the session's rings,
+    in the HTML as inline SVG with the hot GPU highlighted (issue #22 §6); rendered off the UI thread."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    rt = make_runtime(size=64, seed=1)
+    app = HpcApp(rt, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        for _ in range(4):
+            clock.t += 2.0
+            await rt.collect_once()
+        assert app.dashboard.heatmap.select("gpu0052")
+        await pilot.press("E")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    [out] = list((tmp_path / "state" / "hpctui" / "reports").iterdir())
+    doc = msgspec.json.decode((out / "report.json").read_bytes())
+    assert doc["scope"]["nodes"] == ["gpu0052"]
+    [temp] = [c for c in doc["charts"]["gpu0052"] if c["metric"] == "temp"]
+    assert len(temp["series"]) == 8 and [s["label"] for s in temp["series"] if s["highlight"]] == ["GPU 6"]
+    page = (out / "report.html").read_text()
+    assert page.count("<svg") == len(doc["charts"]["gpu0052"]) and "GPU 6 (failing)" in page

@@ -111,8 +111,7 @@ class K8sActions:
             assert info is not None
             kn = k8s_names[t]
             if kind is ActionKind.CORDON_NODES:
-                if info.unschedulable:
-                    warnings.append(f"{t} is already cordoned")
+                # (already cordoned: the executor says so and asks for reason_mode)
                 commands.append(f'PATCH /api/v1/nodes/{kn} {{"spec":{{"unschedulable":true}}}}  (kubectl cordon {kn})')
                 affected.extend(f"{pod_label(p)} on {t}: keeps running (cordon only stops new pods)"
                                 for p in pods_by_node.get(t, []) if p.phase not in ("Succeeded", "Failed"))

@@ -25,8 +25,10 @@ from hpctui.sources.prometheus.queries import (
     GPU_SPARSE,
     IB_COUNTERS,
     IB_ERROR_COUNTERS,
+    INFO_METRICS,
     RESOURCE_GAUGES,
     THROTTLE_NAMES,
+    V1_NAMES,
 )
 from hpctui.validate import (
     BITMASK,
@@ -81,6 +83,10 @@ FIELD_METRIC: dict[str, str] = {
     "disk_busy": "rate(node_disk_io_time_seconds_total)", "nic_rx": "rate(node_network_receive_bytes_total)",
     "nic_tx": "rate(node_network_transmit_bytes_total)", "nic_errors": "increase(node_network_*_errs_total)",
 }
+# Field -> the families its value came from, in the order a follow-up prefers them (gauges first:
+# they answer for every GPU, the sparse families only where non-zero).
+FOLLOWUP_FIELDS: dict[str, tuple[str, ...]] = {
+    **{f: (m,) for f, m in GPU_GAUGES}, "throttle": tuple(THROTTLE_NAMES.split("|")), **{f: (m,) for f, m in GPU_SPARSE}}
 
 
 GpuKey = tuple[str, int, int | None]  # node, gpu index, GPU instance id (MIG) or None
@@ -157,13 +163,16 @@ class Collector:
     def __init__(self, namer: NodeNamer, exporter_pod: str = "dcgm-exporter") -> None:
         self.namer = namer
         self.exporter_pod = re.compile(exporter_pod) if exporter_pod else None
-        self.gpu: dict[GpuKey, dict[str, float]] = {}
+        # a field is None when its series answered without a usable value (NaN, a DCGM blank,
+        # implausible): N/A, which a sparse family's "absent means 0" must not overwrite
+        self.gpu: dict[GpuKey, dict[str, float | None]] = {}
         self.info: dict[GpuKey, _GpuInfo] = {}
         # rate() over a range still answers for series that just went stale: these values never
         # make a GPU exist on their own, they only complete GPUs the instant queries returned
         self.gpu_rates: dict[GpuKey, dict[str, float]] = {}
         self.ib: dict[tuple[str, str, int], dict[str, float]] = {}
         self.ib_deltas: dict[tuple[str, str, int], dict[str, int]] = {}
+        self.ib_have: dict[tuple[str, str, int], int] | None = None  # port -> its error counter families
         self.fs: dict[tuple[str, str], dict[str, object]] = {}
         self.res: dict[str, dict[str, float]] = {}
         self.res_dev: dict[str, dict[str, dict[str, float]]] = {}
@@ -281,9 +290,8 @@ class Collector:
             if v is not None and (not lo <= v <= hi or (counter and v in DCGM_BLANKS)):
                 self.drops.value(FIELD_METRIC.get(fld, fld), v, key[0])
                 v = None
-            rec = self.gpu.setdefault(key, {})  # the GPU exists even when this value is NaN: N/A, not absent
-            if v is not None:
-                rec[fld] = v
+            # the GPU exists even when this value is NaN: N/A (None), not absent
+            self.gpu.setdefault(key, {})[fld] = v
 
     def _gpu_rate(self, fld: str, samples: list[Sample]) -> None:
         for s in samples:
@@ -297,7 +305,7 @@ class Collector:
         for s in samples:
             name = s.metric.get("__name__", "")
             key = self._gpu_key(s.metric)
-            if key is None or not name.startswith("DCGM_FI_PROF_"):
+            if key is None or not name.upper().startswith("DCGM_FI_PROF_"):  # 1.x: dcgm_fi_prof_*
                 continue
             short = name[len("DCGM_FI_PROF_"):].lower()
             if not self._first(seen, (key, short)):
@@ -314,9 +322,12 @@ class Collector:
                 continue
             info = self.info.get(key)
             if info is None:
-                info = self.info[key] = _GpuInfo(uuid=self.clean(m.get("UUID")), profile=self.clean(m.get("GPU_I_PROFILE")),
-                                                 model=self.clean(m.get("modelName")), pci=self.clean(m.get("pci_bus_id")))
+                info = self.info[key] = _GpuInfo(
+                    uuid=self.clean(m.get("UUID") or m.get("uuid")), profile=self.clean(m.get("GPU_I_PROFILE")),
+                    model=self.clean(m.get("modelName")), pci=self.clean(m.get("pci_bus_id")))
             pod, ns, ctr = m.get("exported_pod"), m.get("exported_namespace"), m.get("exported_container")
+            if not pod:  # 1.x pod-gpu-metrics-exporter
+                pod, ns, ctr = m.get("pod_name"), m.get("pod_namespace"), m.get("container_name")
             if not pod:  # scraped with honor_labels (or no service monitor): pod/namespace are the workload's
                 pod, ns, ctr = m.get("pod"), m.get("namespace"), m.get("container")
                 if pod and self.exporter_pod is not None and self.exporter_pod.search(pod):
@@ -325,6 +336,37 @@ class Collector:
                 entry = (f"{self.clean(ns)}/{self.clean(pod)}" if ns else self.clean(pod) or "", self.clean(ctr))
                 if entry not in info.pods:
                     info.pods.append(entry)
+
+    def _gpu_ident(self, fld: str, samples: list[Sample]) -> None:
+        """The follow-up answer (queries.identity_family): identity where the refresh had none,
+        and each node's newest GPU sample time where XID_ERRORS gave none."""
+        missing = [s for s in samples if self._gpu_key(s.metric, count=False) not in self.info]
+        self._gpu_info(fld, missing)
+        timed = set(self.gpu_time)
+        for s in samples:
+            node = self.namer(s.metric)
+            v = self._checked(s, "timestamp()", EPOCH_S, node) if node is not None and node not in timed else None
+            if node is not None and v is not None:
+                self.gpu_time[node] = max(v, self.gpu_time.get(node, v))
+
+    def followup_metrics(self) -> list[str]:
+        """The families to ask :func:`~hpctui.sources.prometheus.queries.identity_family` about:
+        for each GPU without identity, or on a node without a sample time, one family it answered
+        in (a counters file without FB_USED and GPU_TEMP). Empty for a default counters file."""
+        timed = self.gpu_time if self.gpu_time_ok else None
+        out: set[str] = set()
+        for key in self.gpu.keys() | self.info.keys():
+            if key in self.info and (timed is None or key[0] in timed):
+                continue
+            rec = self.gpu.get(key, {})
+            field = next((f for f in FOLLOWUP_FIELDS if f in rec), None)
+            if field is not None:
+                out.update(FOLLOWUP_FIELDS[field])
+            elif any(f.startswith("prof_") for f in rec):
+                out.add("DCGM_FI_PROF_" + next(f for f in rec if f.startswith("prof_"))[5:].upper())
+            elif key in self.info:
+                out.update(INFO_METRICS)
+        return sorted(out)
 
     def _present(self, _fld: str, samples: list[Sample]) -> None:
         self.present.update(s.metric.get("__name__", "") for s in samples)
@@ -347,9 +389,9 @@ class Collector:
         self._time(self.node_time, samples)
         self.node_time_ok = True
 
-    def _live(self, node: str, gpu: bool) -> bool:
-        if gpu:
-            return not self.gpu_time_ok or node in self.gpu_time
+    def _live(self, node: str) -> bool:
+        """Whether node_exporter has a current sample of ``node`` (rate()/increase() answers alone
+        never make a node). GPUs need no such test: every GPU family is an instant query."""
         return not self.node_time_ok or node in self.node_time
 
     def _ib(self, fld: str, samples: list[Sample]) -> None:
@@ -381,6 +423,15 @@ class Collector:
                     self.duplicates += 1
                     continue
                 rec["c:" + counter] = v
+
+    def _ib_have(self, _fld: str, samples: list[Sample]) -> None:
+        """How many error counter families each port has (a port with none is not in the answer)."""
+        have = self.ib_have = {}
+        for s in samples:
+            key = self._port_key(s.metric)
+            v = self._checked(s, "ib_have", COUNT, key[0]) if key is not None else None
+            if key is not None and v is not None:
+                have[key] = round(v)
 
     def _ib_delta(self, fld: str, samples: list[Sample]) -> None:
         for s in samples:
@@ -448,14 +499,16 @@ class Collector:
         return out
 
     def build_gpus(self) -> dict[str, tuple[Gpu, ...]]:
+        # A GPU is present when any of its families answered an instant query (those honour
+        # staleness markers; rate() answers never make a GPU): a trimmed counters file keeps it.
         by_gpu: dict[tuple[str, int], list[int | None]] = {}
         for node, idx, gi in self.gpu.keys() | self.info.keys():
-            if not self._live(node, gpu=True):
-                continue
             by_gpu.setdefault((node, idx), []).append(gi)
         out: dict[str, list[Gpu]] = {}
         uuids: dict[str, tuple[str, int]] = {}
-        sparse = {field: 0.0 for field, metric in GPU_SPARSE if metric in self.present}
+        sparse: dict[str, float | None] = {
+            field: 0.0 for field, metric in GPU_SPARSE
+            if metric in self.present or V1_NAMES.get(metric) in self.present}
         for (node, idx), gis in sorted(by_gpu.items()):
             instances = sorted(g for g in gis if g is not None)
             device_key: GpuKey = (node, idx, None) if None in gis else (node, idx, instances[0])
@@ -472,7 +525,7 @@ class Collector:
             out.setdefault(node, []).append(self._make_gpu(node, idx, d, info, instances, None in gis))
         return {n: tuple(g) for n, g in out.items()}
 
-    def _make_gpu(self, node: str, idx: int, d: dict[str, float], info: _GpuInfo, instances: list[int],
+    def _make_gpu(self, node: str, idx: int, d: dict[str, float | None], info: _GpuInfo, instances: list[int],
                   whole: bool) -> Gpu:
         mig = bool(instances) or bool(d.get("mig_mode"))
         mig_out = []
@@ -485,7 +538,7 @@ class Collector:
                 memory_used_mib=used, memory_total_mib=None if used is None or free is None else used + free,
                 engine_active=gd.get("prof_gr_engine_active")))
         used, free = d.get("fb_used"), d.get("fb_free")
-        total = None if used is None or free is None else used + free + d.get("fb_reserved", 0.0)
+        total = None if used is None or free is None else used + free + (d.get("fb_reserved") or 0.0)
         if instances and (not whole or used is None):  # no whole-GPU memory series: the instances' sum
             used = _sum([m.memory_used_mib for m in mig_out])
             total = _sum([m.memory_total_mib for m in mig_out])
@@ -496,7 +549,7 @@ class Collector:
                if v is not None}
         retired = {k: v for k, v in (("sbe", _int(d.get("retired_sbe"))), ("dbe", _int(d.get("retired_dbe"))),
                                      ("pending", _int(d.get("retired_pending")))) if v is not None}
-        prof = {k[5:]: v for k, v in d.items() if k.startswith("prof_")}
+        prof = {k[5:]: v for k, v in d.items() if k.startswith("prof_") and v is not None}
         return Gpu(
             node=node, index=idx, uuid=info.uuid, model=info.model, pci_bus_id=info.pci,
             util_pct=None if mig else d.get("util"), mem_util_pct=None if mig else d.get("mem_util"),
@@ -515,13 +568,16 @@ class Collector:
     def build_ib(self) -> dict[str, tuple[IbPort, ...]]:
         out: dict[str, list[IbPort]] = {}
         # error counters and their increase() are asked for only where non-zero: zero elsewhere
+        # A port with fewer families than the fabric has (ib_have) reads N/A where it has no
+        # answer: which of its counters exist is not known, so none is taken for 0.
         ib_zero = {IB_COUNTERS[m]: 0 for m in IB_ERROR_COUNTERS if m in self.present}
-        delta_zero = dict(ib_zero)
         for (node, dev, port), rec in sorted(self.ib.items()):
-            if not self._live(node, gpu=False):
+            if not self._live(node):
                 continue
             state, phys, rate = _int(rec.get("state")), _int(rec.get("phys")), rec.get("rate")
-            counters = dict(ib_zero)
+            partial = self.ib_have is not None and self.ib_have.get((node, dev, port), 0) < len(ib_zero)
+            zero = {} if partial else ib_zero
+            counters = dict(zero)
             counters.update((k[2:], round(v)) for k, v in rec.items() if k.startswith("c:"))
             for k in ("port_rcv_data", "port_xmit_data"):  # node_exporter reports bytes; sysfs counts octets ÷ 4
                 if k in counters:
@@ -531,13 +587,13 @@ class Collector:
                 state=IB_STATE.get(state, str(state)) if state is not None else None,
                 phys_state=IB_PHYS.get(phys, str(phys)) if phys is not None else None,
                 rate_gbps=None if rate is None else round(rate * 8 / 1e9, 1),
-                counters=counters, deltas={**delta_zero, **self.ib_deltas.get((node, dev, port), {})}))
+                counters=counters, deltas={**zero, **self.ib_deltas.get((node, dev, port), {})}))
         return {n: tuple(p) for n, p in out.items()}
 
     def build_mounts(self, wanted: list[str]) -> dict[str, tuple[Mount, ...]]:
         per_node: dict[str, dict[str, dict[str, object]]] = {}
         for (node, mp), fs_rec in self.fs.items():
-            if not self._live(node, gpu=False):
+            if not self._live(node):
                 continue
             per_node.setdefault(node, {})[mp] = fs_rec
         out: dict[str, tuple[Mount, ...]] = {}
@@ -565,7 +621,7 @@ class Collector:
     def build_resources(self) -> dict[str, NodeResources]:
         out: dict[str, NodeResources] = {}
         for node in sorted(self.res.keys() | self.res_dev.keys()):
-            if not self._live(node, gpu=False):
+            if not self._live(node):
                 continue
             r, dev = self.res.get(node, {}), self.res_dev.get(node, {})
             out[node] = NodeResources(
@@ -589,6 +645,7 @@ class Collector:
 
 HANDLERS: dict[str, Callable[[Collector, str, list[Sample]], None]] = {
     "gpu": Collector._gpu, "gpu_rate": Collector._gpu_rate, "gpu_prof": Collector._gpu_prof, "gpu_info": Collector._gpu_info,
+    "gpu_ident": Collector._gpu_ident, "ib_have": Collector._ib_have,
     "present": Collector._present, "gpu_time": Collector._gpu_time, "node_time": Collector._node_time, "ib": Collector._ib,
     "ib_counters": Collector._ib_counters, "ib_delta": Collector._ib_delta, "res": Collector._res,
     "res_gauges": Collector._res_gauges, "res_dev": Collector._res_dev, "fs": Collector._fs,

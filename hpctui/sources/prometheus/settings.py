@@ -28,7 +28,7 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     ca_file: str | None = None  # PEM bundle for https:// with a private CA
     verify_tls: bool = True
     # Node names: the first non-empty of these labels, then the rewrite rule, then the cluster's node_map.
-    node_labels: list[str] = msgspec.field(default_factory=lambda: ["Hostname", "instance"])
+    node_labels: list[str] = msgspec.field(default_factory=lambda: ["Hostname", "hostname", "instance"])
     node_pattern: str = r"^([^:]+)"  # regex matched against the label value (default: strip ":port")
     node_replace: str = r"\1"  # expansion of the match (re.Match.expand)
     # Extra label matchers per exporter, e.g. 'job="dcgm-exporter"' (PromQL, without braces)

@@ -24,7 +24,7 @@ from hpctui.model import Event, Gpu, IbPort, Mount, NodeResources, SourceResult,
 from hpctui.model.gpu import XID_MEANING
 from hpctui.sources.prometheus.client import PromClient, PromError, QueryResult, number
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
-from hpctui.sources.prometheus.queries import HISTORY_METRICS, Family, families, history_expr
+from hpctui.sources.prometheus.queries import HISTORY_METRICS, Family, families, history_expr, identity_family
 from hpctui.sources.prometheus.settings import PrometheusSettings
 from hpctui.store import NodeNameMap
 
@@ -110,9 +110,12 @@ class PrometheusSource:
             warnings.extend(w for w in result.warnings if w not in warnings)
 
         await asyncio.gather(*(one(f) for f in self.families))
-        self.last_query_s = time.monotonic() - started
         if errors and len(errors) == len(self.families):
             raise PromError(errors[0])
+        followup = await asyncio.to_thread(collector.followup_metrics) if self.settings.gpus else []
+        if followup:  # GPUs without identity or sample time (a trimmed counters file): one more query
+            await one(identity_family(self.settings, followup))
+        self.last_query_s = time.monotonic() - started
         built = await asyncio.to_thread(self._build, collector)
         return self._result(t, built, collector, errors, warnings)
 

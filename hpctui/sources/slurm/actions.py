@@ -183,8 +183,7 @@ def _check_nodes(kind: ActionKind, targets: tuple[str, ...], snapshot: ClusterSn
         info = snapshot.nodes[name].slurm
         assert info is not None
         state = info.display_state
-        if kind is ActionKind.DRAIN_NODES and "DRAIN" in info.flags:
-            out.warnings.append(f"{name} is already {state}")
+        # (an already-drained node: the executor says by whom, when and why, and asks for reason_mode)
         if kind is ActionKind.RESUME_NODES and "DRAIN" not in info.flags and info.base_state.upper() != "DOWN":
             out.warnings.append(f"{name} is {state}: Slurm will answer 'Invalid node state specified'")
     if kind in (ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES):

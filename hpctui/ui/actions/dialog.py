@@ -17,10 +17,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 
 from hpctui.actions.base import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult
-from hpctui.actions.plans import drain_reason
+from hpctui.actions.plans import REASON_KINDS, describe_prior, drain_reason
 from hpctui.model.hostlist import collect
 from hpctui.ui.literal import literal
 
@@ -64,9 +64,10 @@ def _listed(out: Text, items: tuple[str, ...], prefix: str, indent: str = "  ") 
         out.append(f"{indent}… {len(items) - MAX_LISTED} more\n")
 
 
-def render_plan(plan: ActionPlan) -> Text:
+def render_plan(plan: ActionPlan, shown: frozenset[str] = frozenset()) -> Text:
     """The preview block: warnings first (what will fail or surprise), then what runs, on what,
-    and what it hits; a plan spanning backends shows each step with only what that step affects."""
+    and what it hits; a plan spanning backends shows each step with only what that step affects.
+    Warnings in ``shown`` are left out (the dialog says them above, with the choice they ask for)."""
     out = Text()
     out.append("Targets: ", style="bold")
     out.append(f"{_targets_text(plan) or '(none)'}  [{len(plan.targets)}]\n")
@@ -74,7 +75,8 @@ def render_plan(plan: ActionPlan) -> Text:
         out.append("Rejected: ", style="bold")
         out.append(", ".join(plan.rejected_targets) + "\n")
     for warning in plan.warnings:
-        out.append(f"⚠ {warning}\n", style="bold")
+        if warning not in shown:
+            out.append(f"⚠ {warning}\n", style="bold")
     if plan.steps:
         for i, step in enumerate(plan.steps, 1):
             out.append(f"Step {i}: {step.label} on {_targets_text(step) or '(none)'} [{len(step.targets)}]\n",
@@ -146,6 +148,17 @@ def run_label(plan: ActionPlan) -> str:
 
 
 DIALOG_KEYS = "enter confirm / next field   tab next   shift+tab previous   esc back"
+# The choice for targets that already are what the action makes them (reason_mode), first = default.
+MODE_LABELS: dict[str, str] = {
+    "keep": "Keep: leave it as it is (nothing is sent for it)",
+    "append": "Append: current reason; new reason",
+    "replace": "Replace: my action overwrites it (the audit record keeps the old one)",
+}
+
+
+def mode_choices(kind: ActionKind) -> tuple[str, ...]:
+    """The reason_mode values that mean something for ``kind``: append only where there is a reason."""
+    return ("keep", "append", "replace") if kind in REASON_KINDS else ("keep", "replace")
 
 
 class ActionDialog(ModalScreen["ActionResult | None"]):
@@ -170,6 +183,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
     ActionDialog #result { height: auto; color: $text; }
     ActionDialog Input { margin: 0 0 0 0; }
     ActionDialog #hint { color: $text-muted; width: 100%; }
+    ActionDialog #already { color: $warning; text-style: bold; width: 100%; }
+    ActionDialog #reason-mode { height: auto; width: 100%; border: none; padding: 0; }
     ActionDialog #buttons { height: auto; align-horizontal: right; }
     ActionDialog Button { margin-left: 1; }
     ActionDialog #dialog-keys {
@@ -190,6 +205,13 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             if kept:
                 self.params["reason"] = self.prefilled["reason"] = kept
         self.plan = self._make_plan()
+        if self.plan.already and not self.params.get("reason_mode"):
+            self.params["reason_mode"] = "keep"  # the safe default; replacing is an explicit choice
+            self.plan = self._make_plan()
+        # what is already true (a drained node, a cordon, a hold), said above the choice it asks for
+        now = runtime.store.snapshot().time
+        self.already_lines = tuple(dict.fromkeys(describe_prior(p, now) for p in self.plan.already))
+        self.modes = mode_choices(kind) if self.already_lines else ()
         self.result: ActionResult | None = None
         self.running = False
 
@@ -198,14 +220,16 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            title = TITLES.get(self.kind, self.kind.value)
-            if self.plan.steps:  # a plan spanning backends says so up front
-                title += " · " + " → ".join(step.label for step in self.plan.steps)
-            yield Label(title, id="title", markup=False)  # step labels may name cluster objects
+            yield Label(self._title(), id="title", markup=False)  # step labels may name cluster objects
+            if self.modes:
+                yield Static(Text("\n".join(f"⚠ {line}" for line in self.already_lines)), id="already", markup=False)
+                chosen = self.params.get("reason_mode", "keep")
+                with RadioSet(id="reason-mode"):
+                    for mode in self.modes:
+                        yield RadioButton(MODE_LABELS[mode], value=mode == chosen, id=f"mode-{mode}")
             for name in REQUIRED_PARAMS.get(self.kind, ()):
                 kept = self.prefilled.get(name)
-                yield Input(value=self.params.get(name, ""),
-                            placeholder=f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'", id=f"param-{name}",
+                yield Input(value=self.params.get(name, ""), placeholder=self._placeholder(name), id=f"param-{name}",
                             tooltip="the current drain reason, kept" if kept else None)
             with VerticalScroll(id="preview"):
                 yield Static(render_plan(self.plan), id="plan", markup=False)
@@ -217,12 +241,30 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
                 yield Button("Back", id="cancel")
         yield Static(Text(DIALOG_KEYS), id="dialog-keys")
 
+    def _title(self) -> str:
+        """What the action does; a plan spanning backends (or kept targets) names its steps."""
+        title = TITLES.get(self.kind, self.kind.value)
+        if self.plan.steps:  # a plan spanning backends says so up front
+            title += " · " + " → ".join(step.label for step in self.plan.steps)
+        return title
+
+    def _placeholder(self, name: str) -> str:
+        """What a parameter field asks for; the reason's depends on the reason_mode chosen."""
+        if name == "reason" and self.modes:
+            return {"keep": "reason for the targets not drained yet (the others keep theirs)",
+                    "append": "reason to append to the current one",
+                    }.get(self.params.get("reason_mode", ""), "new reason (required): replaces the current one")
+        return f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'"
+
     def on_mount(self) -> None:
         self._refresh_controls()
         self._first_focus().focus()
 
     def _first_focus(self) -> Widget:
-        """Where the user acts first: an empty parameter, the typed word, the confirm button."""
+        """Where the user acts first: the choice for what is already true, an empty parameter,
+        the typed word, the confirm button."""
+        if self.modes:
+            return self.query_one("#reason-mode", RadioSet)
         for name in REQUIRED_PARAMS.get(self.kind, ()):
             field = self.query_one(f"#param-{name}", Input)
             if not field.value.strip():
@@ -237,7 +279,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         return run if not run.disabled and run.display else self.query_one("#cancel", Button)
 
     def _refresh_controls(self) -> None:
-        self.query_one("#plan", Static).update(render_plan(self.plan))
+        self.query_one("#title", Label).update(self._title())  # keep/append/replace change the steps
+        self.query_one("#plan", Static).update(render_plan(self.plan, frozenset(self.already_lines)))
         confirm = self.query_one("#confirm", Input)
         word = self.plan.confirm_word
         confirm.display = word is not None and self.result is None
@@ -263,6 +306,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             hint = "enter: next field (nothing runs yet)"
         elif focused is run:
             hint = f"enter: {run.label}"
+        elif isinstance(focused, RadioSet):
+            hint = "↑/↓ then enter: keep, append to or replace what is already set · tab: next field"
         else:
             hint = "tab: move to the confirm button"
         editing = isinstance(focused, Input) and focused.id != "confirm"
@@ -278,6 +323,23 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         if event.input.id and event.input.id.startswith("param-"):
             self.params[event.input.id.removeprefix("param-")] = event.value
             self.plan = self._make_plan()
+        self._refresh_controls()
+
+    @on(RadioSet.Changed, "#reason-mode")
+    def _mode_changed(self, event: RadioSet.Changed) -> None:
+        """keep / append / replace: re-plan; replacing starts from the current reason to edit."""
+        if not 0 <= event.index < len(self.modes):
+            return
+        mode = self.modes[event.index]
+        self.params["reason_mode"] = mode
+        if mode == "replace" and self.kind is ActionKind.DRAIN_NODES and not self.params.get("reason", "").strip():
+            current = drain_reason(self.targets, self.runtime.store.snapshot())
+            if current:
+                self.params["reason"] = current
+                self.query_one("#param-reason", Input).value = current  # (its Changed re-plans too)
+        if "reason" in REQUIRED_PARAMS.get(self.kind, ()):
+            self.query_one("#param-reason", Input).placeholder = self._placeholder("reason")
+        self.plan = self._make_plan()
         self._refresh_controls()
 
     @on(Input.Submitted)

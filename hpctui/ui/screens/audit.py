@@ -81,7 +81,67 @@ def record_text(entry: AuditEntry) -> str:
             lines.append(f"  {'ok  ' if o.ok else 'FAIL'} {o.target}: {truncate(o.message) if o.message else ''}")
     elif entry.result == "interrupted":
         lines += ["", "no outcome recorded: the process ended (or is still running) after the intent was written"]
+    for key, value in entry.details.items():
+        lines.append("")
+        lines += steps_lines(value) if key == "steps" and isinstance(value, list) else detail_lines(key, value)
     return "\n".join(lines)
+
+
+def _yes_no(value: object) -> str:
+    return "ok" if value is True else ("FAIL" if value is False else str(value))
+
+
+def steps_lines(steps: list[object]) -> list[str]:
+    """A hybrid action's steps, one block each: ``1. drain via slurm: ok``, then its targets,
+    commands and per-target results, indented (never a Python dict)."""
+    lines = [f"steps ({len(steps)}):"]
+    for number, step in enumerate(steps, start=1):
+        if not isinstance(step, dict):
+            lines.append(f"  {number}. {step}")
+            continue
+        what = str(step.get("action") or step.get("title") or step.get("key") or "step")
+        via = f" via {step['source']}" if step.get("source") else ""
+        status = step.get("status", step.get("ok"))
+        lines.append(f"  {number}. {what}{via}" + (f": {_yes_no(status)}" if status is not None else ""))
+        if step.get("targets"):
+            lines.append(f"       targets: {', '.join(map(str, step['targets']))}")
+        lines += [f"       $ {c}" for c in step.get("commands") or ()]
+        if step.get("detail"):
+            lines.append(f"       {step['detail']}")
+        for r in step.get("results") or ():
+            if isinstance(r, dict):
+                message = truncate(str(r.get("message") or ""))
+                lines.append(f"       {_yes_no(r.get('ok')):<4} {r.get('target', '?')}" + (f": {message}" if message else ""))
+        rest = {k: v for k, v in step.items()
+                if k not in ("action", "title", "key", "source", "status", "ok", "targets", "commands", "detail",
+                             "results")}
+        for k, v in rest.items():
+            lines += ["       " + line for line in detail_lines(k, v)]
+    return lines
+
+
+def detail_lines(key: str, value: object, indent: int = 0) -> list[str]:
+    """Any other structured part of a record (a previous state, …) as indented ``key: value``
+    lines: dicts nest, lists become ``-`` items, scalars print as they are."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            return [f"{pad}{key}: none"]
+        out = [f"{pad}{key}:"]
+        for k, v in value.items():
+            out += detail_lines(str(k), v, indent + 1)
+        return out
+    if isinstance(value, list):
+        if not value:
+            return [f"{pad}{key}: none"]
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [f"{pad}{key}: {', '.join(map(str, value))}"]
+        out = [f"{pad}{key}:"]
+        for v in value:
+            sub = detail_lines("-", v, indent + 1)
+            out += sub
+        return out
+    return [f"{pad}{key}: {_yes_no(value) if isinstance(value, bool) else value}"]
 
 
 class AuditRecordScreen(ModalScreen[None]):

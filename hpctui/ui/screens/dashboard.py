@@ -20,13 +20,14 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from hpctui.model import ClusterSnapshot, Gpu, Part, Pod
+from hpctui.model import ClusterSnapshot, Gpu, Part, Pod, SlurmJob
 from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.keys import LAYOUT_KEYS, STACK_KEYS, bindings
 from hpctui.ui.labels import classic_label
 from hpctui.ui.messages import NodeRequested
+from hpctui.ui.subject import Subject, job_nodes
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
@@ -47,6 +48,7 @@ from hpctui.ui.widgets.tables import (
     pod_table,
     pod_trouble_first,
 )
+from hpctui.ui.widgets.vtable import VirtualTable
 
 # What fills a pane, for the title of a pane no configured source provides.
 FILLED_BY = {Part.SLURM_JOBS: ("Slurm jobs", "a `slurm`"), Part.PODS: ("Kubernetes pods", "a `k8s`"),
@@ -123,6 +125,11 @@ class DashboardScreen(Screen[None]):
         self.actions_enabled = actions_enabled and not wall
         self.snapshot: ClusterSnapshot | None = None
         self.selected: str | None = None
+        # the subject's job and pod: the last ones named (g JOBID, the queue/pod cursor), and what
+        # the last selection named ("node", "job", "pod"): see hpctui.ui.subject
+        self.subject_job: SlurmJob | None = None
+        self.subject_pod: Pod | None = None
+        self.subject_last = "node"
         self._history_node: str | None = None  # node whose range-query history was last asked for
         self._queue_subtitle: str | None = None
         self._pods_subtitle: str | None = None
@@ -333,7 +340,8 @@ class DashboardScreen(Screen[None]):
         rt = self.runtime
         intervals = {s.name: s.interval_s for s in rt.sources}
         content = status_content(self.snapshot.cluster, self.snapshot.sources, rt.clock(), intervals,
-                                 rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall)
+                                 rt.thresholds, read_only=rt.read_only or self.wall, wall=self.wall,
+                                 subject="" if self.wall else self.subject().text())
         self.query_one(StatusLine).show(content)
         now = rt.clock()
         ctl_marker = part_status(self.snapshot, Part.CONTROLLER, now)  # sdiag failing: don't claim "ok"
@@ -376,11 +384,42 @@ class DashboardScreen(Screen[None]):
         self.gpu_panel.show_history(node, [v for _, v in hist.points], window)
 
     # -- messages up ----------------------------------------------------------
+    # -- the subject: what every node/job key acts on, wherever focus is --------------
+    def subject(self) -> Subject:
+        """Marked nodes, else the selected node; the last job and pod named."""
+        marked = self.heatmap.marked_nodes
+        nodes = marked or ((self.selected,) if self.selected else ())
+        return Subject(nodes=nodes, marked=bool(marked), job=self.subject_job, pod=self.subject_pod,
+                       last=self.subject_last)
+
+    def name_job(self, job: SlurmJob | None) -> None:
+        """The last selection named ``job`` (g JOBID, the queue cursor)."""
+        self.subject_job = job
+        self.subject_last = "job" if job is not None else self.subject_last
+        self.update_status()
+
+    @on(VirtualTable.Highlighted)
+    def _row_highlighted(self, event: VirtualTable.Highlighted) -> None:
+        """The queue's or the pod table's cursor moved (by the user: it has focus): its row is named."""
+        table = event.table
+        if not table.has_focus:
+            return
+        if table is self.queue_pane.table and isinstance(table.cursor_row, SlurmJob):
+            self.name_job(table.cursor_row)
+        elif table is self.pods_pane.table and isinstance(table.cursor_row, Pod):
+            self.subject_pod = table.cursor_row
+            self.subject_last = "pod"
+            self.update_status()
+
     @on(NodeHeatmap.Highlighted)
     def _node_highlighted(self, event: NodeHeatmap.Highlighted) -> None:
         if event.node == self.selected:
             return
         self.selected = event.node
+        job = self.subject_job
+        if self.subject_last != "node" and not (job is not None and event.node in job_nodes(job)):
+            self.subject_last = "node"  # a node of its own: no longer the named job's
+        self.update_status()
         self._show_node()
         if self.narrow:
             self.query_one(TabBar).show(self.tab, self._badges())
@@ -459,8 +498,12 @@ class DashboardScreen(Screen[None]):
         if target.job is not None:
             from hpctui.ui.messages import JobDetailRequested
 
+            self.name_job(target.job)
             self.post_message(JobDetailRequested(target.job))
         elif target.pod is not None:
+            self.subject_pod = target.pod
+            self.subject_last = "pod"
+            self.update_status()
             self.notify(f"pod {target.pod.namespace}/{target.pod.name} on {target.pod.node or 'no node'}", timeout=3,
                         markup=False)
 

@@ -1,7 +1,7 @@
 """The key bar at the bottom of a screen: the keys of whatever has focus, one line.
 
-htop's rule: the essential keys (``?`` help, ``q`` quit) come first, so they are on screen at
-every width and with any pane focused.
+htop's rule: the essential keys (``?`` help, the triage keys ``n`` ``p`` ``g``, ``q`` quit) come
+first, so they are on screen at every width and with any pane focused.
 
 Why not Textual's ``Footer``: it recomposes on every focus change, mounting a widget per key
 (~30 here), which costs 50–100 ms per ``tab`` and repaints the whole screen. This bar is one
@@ -16,10 +16,12 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 
-PINNED = ("help", "quit")  # actions shown first, in this order
+# Actions shown first, in this order: help, the triage walk (next problem, the problem list,
+# go to a node), quit. Everything else follows in the bindings' order, as far as the width allows.
+PINNED = ("help", "next_problem(1)", "show_view('problems')", "go_to", "quit")
 DIM = Style(dim=True)
 
 
@@ -69,17 +71,48 @@ class KeyBar(Widget, can_focus=False):
         super().__init__(id=id, classes=classes)
         self._entries: tuple[KeyEntry, ...] = ()
         self._placed: tuple[KeyEntry, ...] = ()
+        self._source: Screen[object] | None = None  # whose keys are shown: our screen, or a dialog over it
 
     # -- what to show ---------------------------------------------------------
     def on_mount(self) -> None:
+        self._source = self.screen
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.app.screen_change_signal.subscribe(self, self._screen_changed)
         self._bindings_changed(self.screen)
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
+        if self._source is not None and self._source is not self.screen:
+            self._source.bindings_updated_signal.unsubscribe(self)
+        self.app.screen_change_signal.unsubscribe(self)
+
+    def _dialog_over_us(self) -> Screen[object] | None:
+        """The modal screen (a dialog, the help) drawn over ours, whose keys are the ones that
+        work while it is open; None when our screen is the active one or is covered by a full one."""
+        stack = self.app.screen_stack
+        if self.screen not in stack:
+            return None
+        above = stack[stack.index(self.screen) + 1:]
+        if above and all(isinstance(s, ModalScreen) for s in above):
+            return above[-1]
+        return None
+
+    def _screen_changed(self, _screen: Screen[object]) -> None:
+        """A screen was pushed or popped: show the dialog's keys while it is open, ours after."""
+        if not self.is_attached:
+            return
+        source = self._dialog_over_us() or self.screen
+        if source is self._source:
+            return
+        if self._source is not None and self._source is not self.screen:
+            self._source.bindings_updated_signal.unsubscribe(self)
+        if source is not self.screen:
+            source.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._source = source
+        self._bindings_changed(source)
 
     def _bindings_changed(self, screen: Screen[object]) -> None:
-        if not self.is_attached or screen is not self.screen:
+        if not self.is_attached or screen is not self._source:
             return
         entries = self._collect()
         if entries != self._entries:  # a focus change within one pane shows the same keys: no repaint
@@ -88,7 +121,7 @@ class KeyBar(Widget, can_focus=False):
 
     def _collect(self) -> tuple[KeyEntry, ...]:
         app = self.app
-        active = self.screen.active_bindings
+        active = (self._source or self.screen).active_bindings
         seen: set[str] = set()
         keys: list[KeyEntry] = []
         for _node, binding, enabled, _tooltip in active.values():

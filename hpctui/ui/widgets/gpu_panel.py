@@ -79,10 +79,10 @@ def gpu_lines(gpu: Gpu, t: Thresholds, columns: frozenset[str] | None = None) ->
     """One summary row per GPU plus detail rows for Xid, MIG, throttling, loss (``columns``:
     the titles to show, see :func:`gpu_columns_for`)."""
     if gpu.lost:
-        return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical bold"))]
-    ecc_style = "$sev-critical" if gpu.ecc_uncorrected_volatile else (
+        return [Content.assemble(_cell(str(gpu.index), 3), ("GPU lost: not answering (fallen off the bus?)", "$sev-critical-text bold"))]
+    ecc_style = "$sev-critical-text" if gpu.ecc_uncorrected_volatile else (
         "$warning" if (gpu.ecc_corrected_volatile or 0) >= t.ecc_corrected_warn else "")
-    remap_style = "$sev-critical" if gpu.remap_failure else ("$error" if gpu.remap_pending else "")
+    remap_style = "$sev-critical-text" if gpu.remap_failure else ("$error" if gpu.remap_pending else "")
     remap = "FAIL" if gpu.remap_failure else yes_no(gpu.remap_pending)
     power_style = "$warning" if (gpu.power_w is not None and gpu.power_limit_w
                                      and 100 * gpu.power_w / gpu.power_limit_w >= t.gpu_power_warn_pct) else ""
@@ -226,6 +226,26 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, w
     return Content("\n").join(lines)
 
 
+# The node panel's sparklines are on fixed scales, the same for every node: utilisation 0-100 %
+# in the load colours; temperature from TEMP_SCALE_LOW_C to 10 °C over the critical threshold,
+# cool colours below the warning threshold, warning and error colours above.
+TEMP_SCALE_LOW_C = 20.0
+
+
+def util_bar(value: float, fraction: float) -> str:
+    """Utilisation is load, not health: the util ramp, never the error red."""
+    return f"$util-{min(4, int(fraction * 5))}"
+
+
+def temp_bar(t: Thresholds, value: float, fraction: float) -> str:
+    """A temperature bar's colour: by the node panel's thresholds, not by the series' own range."""
+    if value >= t.gpu_temp_crit_c:
+        return "$heat-4"
+    if value >= t.gpu_temp_warn_c:
+        return "$heat-3"
+    return f"$heat-{min(2, int(fraction * 3))}"
+
+
 def node_series(history: HistoryGetter, name: str, metric: str) -> list[float]:
     """The node's GPU-mean series of one metric (the store keeps one per node, not per GPU)."""
     return [v for _, v in history(f"node:{name}:{metric}")]
@@ -317,14 +337,16 @@ class GpuPanel(VerticalScroll):
         self._body_node: str | None = None
         self.gpus_first = False  # set by the screen: the narrow layout's node tab shows every GPU first
         self._last: tuple[ClusterSnapshot, str | None, Thresholds, HistoryGetter | None] | None = None
+        self._temp_limits: tuple[float, float] | None = None  # (warn, crit) the temperature spark is drawn for
+        self._spark_labels: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield LineStack("Waiting for data…", id="gpu-body")
         with Horizontal(id="gpu-history"):
-            yield Label("util", classes="spark-label")
-            yield MiniSpark(id="spark-util")
-            yield Label("temp", classes="spark-label")
-            yield MiniSpark(id="spark-temp")
+            yield Label("util", id="spark-util-label", classes="spark-label")
+            yield MiniSpark(id="spark-util", low=0.0, high=100.0, colour=util_bar)
+            yield Label("temp", id="spark-temp-label", classes="spark-label")
+            yield MiniSpark(id="spark-temp", low=TEMP_SCALE_LOW_C, high=TEMP_SCALE_LOW_C + 80.0)
 
     def show(self, snapshot: ClusterSnapshot, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
@@ -351,12 +373,27 @@ class GpuPanel(VerticalScroll):
         if self._subtitle != subtitle:  # (not border_subtitle: Textual returns it as escaped markup)
             self._subtitle = subtitle
             set_border_text(self, subtitle, subtitle=True)
-        for spark_id, data in (("#spark-util", util), ("#spark-temp", temp)):
-            self.query_one(spark_id, MiniSpark).data = data  # redraws only when the series moved
+        temp_spark = self.query_one("#spark-temp", MiniSpark)
+        if self._temp_limits != (thresholds.gpu_temp_warn_c, thresholds.gpu_temp_crit_c):
+            self._temp_limits = (thresholds.gpu_temp_warn_c, thresholds.gpu_temp_crit_c)
+            temp_spark.high = max(TEMP_SCALE_LOW_C + 10.0, thresholds.gpu_temp_crit_c + 10.0)
+            temp_spark.colour = partial(temp_bar, thresholds)
+            temp_spark.refresh()
+        for spark_id, data, unit in (("spark-util", util, "%"), ("spark-temp", temp, "°C")):
+            self.query_one(f"#{spark_id}", MiniSpark).data = data  # redraws only when the series moved
+            self._set_spark_label(spark_id, data, unit)
         shown = len(util) > 1 or len(temp) > 1
         box = self.query_one("#gpu-history")
         if box.display != shown:
             box.display = shown
+
+    def _set_spark_label(self, spark_id: str, data: list[float], unit: str) -> None:
+        """``util 89%`` / ``temp 31°C``: the newest value beside its fixed-scale sparkline."""
+        name = spark_id.removeprefix("spark-")
+        text = f"{name} {data[-1]:.0f}{unit}" if data else name
+        if self._spark_labels.get(spark_id) != text:
+            self._spark_labels[spark_id] = text
+            self.query_one(f"#{spark_id}-label", Label).update(text, layout=False)  # fixed width: no layout pass
 
     def on_resize(self) -> None:
         self.redraw()
@@ -376,6 +413,7 @@ class GpuPanel(VerticalScroll):
         self.remote = (node, util, window)
         if node == self.node:
             self.query_one("#spark-util", MiniSpark).data = util
+            self._set_spark_label("spark-util", util, "%")
             self._subtitle = window
             set_border_text(self, window, subtitle=True)
             self.query_one("#gpu-history").display = len(util) > 1

@@ -2,13 +2,14 @@
 
 Textual's ``Sparkline`` blends a colour per bar, so every cell carries its own escape
 sequence (~45 bytes a cell): two 50-cell sparklines cost ~4.5 KB per refresh. Here bars
-take one of five theme colours (``$heat-0`` … ``$heat-4``) by height, so neighbouring bars
-share a run and a redraw is a few hundred bytes. Shows the newest samples that fit.
+take one of five theme colours (``$heat-0`` … ``$heat-4``, or the caller's) by height, so
+neighbouring bars share a run and a redraw is a few hundred bytes. Shows the newest samples
+that fit, on a fixed scale when the caller gives one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from textual.content import Content
 from textual.widget import Widget
@@ -16,26 +17,33 @@ from textual.widget import Widget
 BARS = "▁▂▃▄▅▆▇█"
 
 
-def spark_content(values: Sequence[float], width: int) -> Content:
-    """The newest ``width`` values as bars, coloured by height in five runs of theme colours."""
+def spark_content(values: Sequence[float], width: int, *, low: float | None = None, high: float | None = None,
+                  colour: Callable[[float, float], str] | None = None) -> Content:
+    """The newest ``width`` values as bars in runs of theme colours.
+
+    With ``low``/``high`` the bars are on that fixed scale (utilisation 0–100 %, a temperature
+    range): an idle GPU at 31 °C draws low bars, never full ones. Without, on the shown values'
+    own min..max. ``colour(value, fraction)`` names the theme variable of a bar (default: the heat
+    ramp by height, ``$heat-0`` … ``$heat-4``)."""
     shown = list(values)[-width:] if width > 0 else []
     if not shown:
         return Content("")
-    low, high = min(shown), max(shown)
-    span = high - low
+    lo = min(shown) if low is None else low
+    hi = max(shown) if high is None else high
+    span = hi - lo
     pieces: list[tuple[str, str]] = []
-    run, run_level = "", -1
+    run, run_style = "", ""
     for v in shown:
-        frac = (v - low) / span if span else 0.5
+        frac = min(1.0, max(0.0, (v - lo) / span)) if span > 0 else 0.5
         bar = BARS[min(len(BARS) - 1, int(frac * len(BARS)))]
-        level = min(4, int(frac * 5))
-        if level != run_level and run:
-            pieces.append((run, f"$heat-{run_level}"))
+        style = colour(v, frac) if colour is not None else f"$heat-{min(4, int(frac * 5))}"
+        if style != run_style and run:
+            pieces.append((run, run_style))
             run = ""
         run += bar
-        run_level = level
+        run_style = style
     if run:
-        pieces.append((run, f"$heat-{run_level}"))
+        pieces.append((run, run_style))
     return Content.assemble(*pieces)
 
 
@@ -44,9 +52,12 @@ class MiniSpark(Widget):
     MiniSpark { height: 1; }
     """
 
-    def __init__(self, data: Sequence[float] = (), *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, data: Sequence[float] = (), *, low: float | None = None, high: float | None = None,
+                 colour: Callable[[float, float], str] | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._data: list[float] = list(data)
+        self.low, self.high, self.colour = low, high, colour  # the fixed scale (see spark_content)
 
     @property
     def data(self) -> list[float]:
@@ -60,4 +71,4 @@ class MiniSpark(Widget):
             self.refresh()
 
     def render(self) -> Content:
-        return spark_content(self._data, self.size.width)
+        return spark_content(self._data, self.size.width, low=self.low, high=self.high, colour=self.colour)

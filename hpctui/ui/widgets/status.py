@@ -36,11 +36,15 @@ def source_text(health: SourceHealth, now: float, interval_s: float, stale_facto
 
 def status_content(cluster: str, sources: Mapping[str, SourceHealth], now: float,
                    intervals: Mapping[str, float], thresholds: Thresholds, *, read_only: bool,
-                   wall: bool = False) -> Content:
+                   wall: bool = False, subject: str = "") -> Content:
+    """The line: cluster, each source's health, WALL / READ-ONLY, what node/job keys act on
+    (``subject``, e.g. ``▸ gpu0007 · job 1054``), the clock."""
     pieces: list[Piece] = [(f" {cluster} ", "bold reverse $primary"), " "]
     for name, health in sources.items():
         text, style = source_text(health, now, intervals.get(name, 2.0), thresholds.stale_factor)
         pieces += [(text, style), "  "]
+    if subject:
+        pieces += [(subject, "bold $accent"), "  "]
     if wall:
         pieces.append(("WALL ", "bold $accent"))
     if read_only:

@@ -16,18 +16,19 @@ from hpctui.actions.base import ActionKind
 from hpctui.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.ib import LINK_ERROR_COUNTERS
-from hpctui.ui.fmt import job_elapsed, job_time_left, job_time_left_text, job_time_text
+from hpctui.ui.fmt import ib_rate, job_elapsed, job_time_left, job_time_left_text, job_time_text
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, NodeRequested, PodDetailRequested
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 T = TypeVar("T")
 
-# Text colours (readable on the table background): Textual's own status colours,
-# plus sev-critical, which every shipped theme keeps legible as text.
+# Text colours (readable on the table background): Textual's own status colours, plus
+# sev-critical-text (sev-critical is tuned as a cell background). Every shipped theme keeps them
+# at 4.5:1 on its backgrounds (tests/ui/test_contrast.py); the table re-checks for any theme.
 SEVERITY_VAR = {
     Severity.OK: None, Severity.INFO: "primary", Severity.WARNING: "warning",
-    Severity.ERROR: "error", Severity.CRITICAL: "sev-critical",
+    Severity.ERROR: "error", Severity.CRITICAL: "sev-critical-text",
 }
 JOB_STATE_VAR = {
     "RUNNING": "success", "PENDING": "warning", "FAILED": "error", "NODE_FAIL": "error",
@@ -62,7 +63,7 @@ JOB_COLUMNS: list[Column[SlurmJob]] = [
     Column("name", "NAME", 14, lambda j: j.name or "", lambda j: j.name or ""),
     Column("state", "STATE", 9, lambda j: j.state, lambda j: j.state, style=lambda j: JOB_STATE_VAR.get(j.state)),
     Column("gpus", "GPU", 4, lambda j: _s(j.gpus_requested), lambda j: na_last(j.gpus_requested), align="right"),
-    Column("nodes", "NODES", 16, lambda j: j.nodes or "", lambda j: j.nodes or ""),
+    Column("nodes", "NODES", 16, lambda j: j.nodes or "", lambda j: j.nodes or "", elide="list"),
     Column("reason", "REASON", 20, lambda j: j.reason or "", lambda j: j.reason or ""),
 ]
 
@@ -91,7 +92,8 @@ def job_search(job: SlurmJob) -> str:
 
 
 POD_COLUMNS: list[Column[Pod]] = [
-    Column("name", "NAMESPACE/NAME", 30, lambda p: f"{p.namespace}/{p.name}", lambda p: (p.namespace, p.name)),
+    Column("name", "NAMESPACE/NAME", 30, lambda p: f"{p.namespace}/{p.name}", lambda p: (p.namespace, p.name),
+           elide="middle"),  # a pod's unique part is its tail (…-7f9c6d-x2kq9)
     Column("node", "NODE", 10, lambda p: p.node or "", lambda p: p.node or ""),
     Column("phase", "PHASE", 9, lambda p: p.phase, lambda p: p.phase, style=lambda p: POD_PHASE_VAR.get(p.phase)),
     Column("reason", "REASON", 18, lambda p: p.reason or "", lambda p: p.reason or ""),
@@ -145,9 +147,8 @@ def _error_deltas(port: IbPort) -> str:
 
 
 def _rate(port: IbPort) -> str:
-    if port.rate_text:
-        return port.rate_text
-    return "N/A" if port.rate_gbps is None else f"{port.rate_gbps:.0f} Gb/s"
+    """``400G NDR``: the compact rate every pane uses (``ibstat``'s "400 Gb/sec (4X NDR)" is 19 cells)."""
+    return ib_rate(port.rate_gbps, port.rate_text)
 
 
 LINK_COLUMNS: list[Column[LinkRow]] = [
@@ -157,7 +158,7 @@ LINK_COLUMNS: list[Column[LinkRow]] = [
     Column("port", "PORT", 9, lambda r: f"{r.port.device}:{r.port.port}", lambda r: (r.port.device, r.port.port)),
     Column("state", "STATE", 6, lambda r: _s(r.port.state), lambda r: _s(r.port.state)),
     Column("phys", "PHYS", 9, lambda r: _s(r.port.phys_state), lambda r: _s(r.port.phys_state)),
-    Column("rate", "RATE", 19, lambda r: _rate(r.port), lambda r: na_last(r.port.rate_gbps),
+    Column("rate", "RATE", 8, lambda r: _rate(r.port), lambda r: na_last(r.port.rate_gbps),
            style=lambda r: "warning" if r.port.degraded_rate else None),
     Column("errors", "ERR Δ", 22, lambda r: _error_deltas(r.port), lambda r: -sum(r.port.deltas.values())),
     Column("problem", "PROBLEM", 40, lambda r: r.problem, lambda r: r.problem),
@@ -166,7 +167,7 @@ MOUNT_COLUMNS: list[Column[MountRow]] = [
     Column("severity", "!", 1, lambda r: "!" if r.severity >= Severity.WARNING else " ", lambda r: -r.severity,
            style=lambda r: SEVERITY_VAR[r.severity]),
     Column("node", "NODE", 10, lambda r: r.mount.node, lambda r: r.mount.node),
-    Column("target", "TARGET", 16, lambda r: r.mount.target, lambda r: r.mount.target),
+    Column("target", "TARGET", 16, lambda r: r.mount.target, lambda r: r.mount.target, elide="middle"),
     Column("fstype", "FS", 7, lambda r: r.mount.fstype, lambda r: r.mount.fstype),
     Column("state", "STATE", 9, lambda r: r.mount.state.value, lambda r: r.mount.state.value,
            style=lambda r: SEVERITY_VAR[r.severity]),

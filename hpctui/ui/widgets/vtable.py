@@ -19,6 +19,7 @@ from rich.style import Style
 from textual import events
 from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
+from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -28,10 +29,13 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
+from hpctui.ui.contrast import readable
+from hpctui.ui.fmt import elide
 from hpctui.ui.keys import TABLE_KEYS, bindings, move_bindings
 from hpctui.ui.palette import Palette
 
 T = TypeVar("T")
+MEASURE_ROWS = 256  # rows of a new set measured for the column widths (the top of the table as sorted)
 
 
 def na_last(value: Any) -> tuple[bool, Any]:
@@ -55,7 +59,9 @@ def _find_key(view: Sequence[T], row_key: Callable[[T], str], key: str, near: in
 
 @dataclass(frozen=True, slots=True)
 class Column(Generic[T]):
-    """How one column reads a row. ``style`` returns a theme variable name for the cell."""
+    """How one column reads a row. ``style`` returns a theme variable name for the cell;
+    ``width`` is the width before any row is seen (then the table sizes it by its content);
+    ``elide`` how a cell too long for the column is shortened (see :func:`hpctui.ui.fmt.elide`)."""
 
     key: str
     title: str
@@ -64,6 +70,7 @@ class Column(Generic[T]):
     sort_key: Callable[[T], Any] | None = None
     align: Literal["left", "right"] = "left"
     style: Callable[[T], str | None] | None = None
+    elide: Literal["end", "middle", "list"] = "end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +78,9 @@ class Fit:
     """How a column behaves when the table is narrower or wider than the columns' widths.
 
     ``priority``: higher survives longer (columns are shrunk, then dropped, lowest first);
-    ``min_width``: how far the column may shrink before it is dropped (None: not at all);
-    ``grow``: its share of spare width (0: never wider than ``Column.width``)."""
+    ``min_width``: how far the column may shrink before it is dropped (None: not at all, the
+    column is shown whole or not at all: identifiers, times, hostlists, units);
+    ``grow``: its share of spare width (0: never wider than its content)."""
 
     priority: int = 50
     min_width: int | None = None
@@ -82,41 +90,70 @@ class Fit:
 DEFAULT_FIT = Fit()
 
 
+LOW_VALUE = 50  # priority below which a column gives its place to a cut column that matters more
+
+
 def fit_columns(columns: Sequence[Column[T]], fit: Mapping[str, Fit], avail: int,
-                gutter: int = 0) -> list[tuple[Column[T], int]]:
-    """(column, width) pairs for ``avail`` cells: too narrow, the lowest-priority columns shrink
-    to their ``min_width`` and then drop out (rightmost first among equals); wider, the ``grow``
-    columns share the spare cells. Never drops the last column."""
+                gutter: int = 0, natural: Mapping[str, int] | None = None) -> list[tuple[Column[T], int]]:
+    """(column, width) pairs for ``avail`` cells. Each column wants its ``natural`` width (its
+    content's, see ``VirtualTable``; ``Column.width`` when not known). Too narrow, the
+    lowest-priority columns shrink to their ``min_width`` and then drop out (rightmost first
+    among equals); a column without a ``min_width`` is never shrunk, only dropped. While a
+    column that matters (priority LOW_VALUE and up) is still cut, low-value columns (below
+    LOW_VALUE) drop out for it, lowest first. Wider, the ``grow`` columns share the spare cells. Never drops the last column."""
+    def prio(c: Column[T]) -> int:
+        return fit.get(c.key, DEFAULT_FIT).priority
+
     def rank(c: Column[T]) -> tuple[int, int]:
-        return (fit.get(c.key, DEFAULT_FIT).priority, -columns.index(c))
+        return (prio(c), -columns.index(c))
+
+    def want(c: Column[T]) -> int:
+        return c.width if natural is None else natural.get(c.key, c.width)
 
     def least(c: Column[T]) -> int:
         m = fit.get(c.key, DEFAULT_FIT).min_width
-        return c.width if m is None else min(m, c.width)
+        return want(c) if m is None else min(m, want(c))
 
     kept = list(columns)
     while len(kept) > 1 and gutter + sum(least(c) + 1 for c in kept) > avail:
         kept.remove(min(kept, key=rank))
-    widths = {c.key: c.width for c in kept}
-    spare = avail - gutter - sum(w + 1 for w in widths.values())
-    if spare < 0:
-        for c in sorted(kept, key=rank):
-            cut = min(-spare, widths[c.key] - least(c))
-            widths[c.key] -= cut
-            spare += cut
-            if spare >= 0:
-                break
-    else:
-        growers = [c for c in kept if fit.get(c.key, DEFAULT_FIT).grow > 0]
+    while True:
+        widths = _shrunk(kept, avail - gutter, want, least, rank)
+        cut = [c for c in kept if widths[c.key] < want(c)]
+        if not cut:
+            break
+        top = max(prio(c) for c in cut)
+        if top < LOW_VALUE:  # only a column that matters pushes others out
+            break
+        spare = [c for c in kept if prio(c) < LOW_VALUE]
+        if not spare:
+            break
+        kept.remove(min(spare, key=rank))
+    room = avail - gutter - sum(w + 1 for w in widths.values())
+    growers = [c for c in kept if fit.get(c.key, DEFAULT_FIT).grow > 0]
+    if room > 0 and growers:
         weight = sum(fit.get(c.key, DEFAULT_FIT).grow for c in growers)
         given = 0
         for c in growers:
-            share = spare * fit.get(c.key, DEFAULT_FIT).grow // weight
+            share = room * fit.get(c.key, DEFAULT_FIT).grow // weight
             widths[c.key] += share
             given += share
-        if growers:
-            widths[growers[-1].key] += spare - given
+        widths[growers[-1].key] += room - given
     return [(c, widths[c.key]) for c in kept]
+
+
+def _shrunk(kept: Sequence[Column[T]], avail: int, want: Callable[[Column[T]], int],
+            least: Callable[[Column[T]], int], rank: Callable[[Column[T]], tuple[int, int]]) -> dict[str, int]:
+    """Each kept column at its wanted width, the lowest-ranked shrunk (to ``least``) until they fit."""
+    widths = {c.key: want(c) for c in kept}
+    over = sum(w + 1 for w in widths.values()) - avail
+    for c in sorted(kept, key=rank):
+        if over <= 0:
+            break
+        cut = min(over, widths[c.key] - least(c))
+        widths[c.key] -= cut
+        over -= cut
+    return widths
 
 
 @lru_cache(maxsize=65536)
@@ -249,6 +286,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._lines: dict[int, Strip] = {}
         self._palette: Palette | None = None
         self._styles: dict[str | None, Style] = {}
+        self._cursor_fg: dict[str, Style] = {}  # unfocused cursor: the style over each cell colour
+        self._bg: Color | None = None
         self._base_style = Style()
         gutter = 2 if markable else 0
         self._gutter = gutter
@@ -257,6 +296,11 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         # (responsive layout); without one, every column at its own width (scroll sideways).
         self.column_fit = fit
         self.col_layout: list[tuple[Column[T], int]] = [(c, c.width) for c in self.columns]
+        # Each column's content width (title included), as far as rows have shown it: measured on
+        # the top rows of every new set (measure) and raised when a drawn cell did not fit. It
+        # only grows, so the columns hold still while the rows change under them.
+        self.natural: dict[str, int] = {}
+        self._refit_pending = False
         # Set by the pane around the table: opens its filter input and returns it. Keys that
         # were already queued for this table behind ``/`` are fed to that input (see on_key).
         self._scrolled_for: Size | None = None  # our virtual size at the last scrollbar update
@@ -276,6 +320,8 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             row_key = self.row_key
             self.marked &= {row_key(r) for r in self.rows}
         self._resort()
+        if self.measure(self._sorted[:MEASURE_ROWS]):
+            self._fit_layout()
         self._refilter(keep=key, redraw_changed_only=True)
 
     def sort_by(self, column: str | None, reverse: bool | None = None) -> None:
@@ -293,6 +339,29 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         key = self.cursor_key
         self.filter_text = text
         self._refilter(keep=key)
+
+    def measure(self, rows: Sequence[T]) -> bool:
+        """Raise the columns' natural widths to fit ``rows``' cells; True when one grew."""
+        natural = self.natural
+        grew = False
+        for column in self.columns:
+            text = column.text
+            width = max(len(column.title), max((len(text(r)) for r in rows), default=0))
+            if width > natural.get(column.key, 0):
+                natural[column.key] = width
+                grew = True
+        return grew
+
+    def _note_wider(self, key: str, width: int) -> None:
+        """A drawn cell was wider than its column: remember it and re-fit once, after this frame."""
+        self.natural[key] = width
+        if not self._refit_pending:
+            self._refit_pending = True
+            self.call_later(self._refit)
+
+    def _refit(self) -> None:
+        self._refit_pending = False
+        self._fit_layout()
 
     def _resort(self) -> None:
         column = next((c for c in self.columns if c.key == self.sort_column), None)
@@ -389,7 +458,18 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
     def _build_styles(self) -> None:
         self._palette = Palette.from_app(self.app)
         self._styles = {None: Style()}
+        self._cursor_fg = {}
+        self._bg = None  # read again on first use: the new theme's CSS may not be applied yet
         self._base_style = self.rich_style  # segments carry no background of their own
+
+    def _background(self) -> Color:
+        """The colour the rows are drawn on (cell text is made to read on it)."""
+        if self._bg is None:
+            rich_bg = self.rich_style.bgcolor
+            palette = self._palette or Palette.from_app(self.app)
+            fallback = palette.solid("surface") or Color(0, 0, 0)
+            self._bg = Color.from_rich_color(rich_bg) if rich_bg is not None else fallback
+        return self._bg
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         """Skip Textual's scrollbar refresh when nothing of ours changed.
@@ -410,11 +490,16 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         self._fit_layout()
 
     def _fit_layout(self) -> None:
-        """Re-fit the columns to the width (one column stays free for the vertical scrollbar)."""
-        if self.column_fit is None or not self.size.width:
-            return
-        avail = self.size.width - int(self.styles.scrollbar_size_vertical or 0)
-        layout = fit_columns(self.columns, self.column_fit, avail, self._gutter)
+        """Re-fit the columns: with a ``column_fit``, to the width (one column stays free for the
+        vertical scrollbar); without, every column as wide as its content (scroll sideways)."""
+        if self.column_fit is None:
+            natural = self.natural
+            layout = [(c, natural.get(c.key, c.width)) for c in self.columns]
+        else:
+            if not self.size.width:
+                return
+            avail = self.size.width - int(self.styles.scrollbar_size_vertical or 0)
+            layout = fit_columns(self.columns, self.column_fit, avail, self._gutter, self.natural)
         if [(c.key, w) for c, w in layout] != [(c.key, w) for c, w in self.col_layout]:
             self.col_layout = layout
             self._width = self._gutter + sum(w + 1 for _, w in layout)
@@ -428,10 +513,14 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         return [c.key for c, _ in self.col_layout]
 
     def _style(self, name: str | None) -> Style:
+        """The text style of theme colour ``name``, at 4.5:1 on the table's background whatever
+        the theme (contrast.readable; the shipped themes need no change)."""
         style = self._styles.get(name)
         if style is None:
             palette = self._palette or Palette.from_app(self.app)
-            style = self._styles[name] = palette.fg(name) if name else Style()
+            colour = palette.solid(name) if name else None
+            style = Style() if colour is None else Style(color=readable(colour, self._background()).rich_color)
+            self._styles[name] = style
         return style
 
     def _format_row(self, row: T) -> Strip:
@@ -442,7 +531,9 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
         for column, width in self.col_layout:
             text = column.text(row)
             if len(text) > width:
-                text = text[: width - 1] + "…" if width > 1 else text[:width]
+                if len(text) > self.natural.get(column.key, 0):
+                    self._note_wider(column.key, len(text))
+                text = elide(text, width, column.elide)
             text = text.rjust(width) if column.align == "right" else text.ljust(width)
             cell_style = row_style
             if column.style is not None:
@@ -480,21 +571,40 @@ class VirtualTable(ScrollView, Generic[T], can_focus=True):
             if cached is None:
                 cached = self._lines[index] = self._format_row(self.view[index])
             strip = cached
-            if index == self.cursor:
-                strip = strip.extend_cell_length(max(width + scroll_x, self._width), self._base_style)
-                # A post-style: the row's cells carry the table background, which a plain
-                # apply_style (a base style) would leave on top, hiding the cursor row.
-                strip = Strip(Segment.apply_style(strip, post_style=self._cursor_style()), strip.cell_length)
+            if index == self.cursor and self.can_focus:  # (a table that never takes focus, as on
+                strip = self._cursor_line(strip, max(width + scroll_x, self._width))  # the wall: no cursor)
         return strip.crop(scroll_x, scroll_x + width)
 
-    def _cursor_style(self) -> Style:
-        """Focused: the theme's cursor colour with contrasting bold text. Unfocused: a dimmer
-        tint that keeps the cells' own colours, so the row an action would hit stays visible."""
+    def _cursor_line(self, strip: Strip, width: int) -> Strip:
+        """The cursor row. Focused: the theme's cursor colour with contrasting bold text.
+        Unfocused: a dimmer tint that keeps the cells' own colours, each made to read on it
+        (4.5:1: an error row's red is lightened on a dark tint, not left red on teal), so the
+        row an action would hit stays visible and legible."""
+        strip = strip.extend_cell_length(width, self._base_style)
         palette = self._palette or Palette.from_app(self.app)
         if self.has_focus:
-            return palette.on("block-cursor-background", bold=True)
+            # A post-style: the row's cells carry the table background, which a plain
+            # apply_style (a base style) would leave on top, hiding the cursor row.
+            style = palette.on("block-cursor-background", bold=True)
+            return Strip(Segment.apply_style(strip, post_style=style), strip.cell_length)
         tint = palette.solid("block-cursor-blurred-background") or palette.solid("panel")
-        return Style(bgcolor=tint.rich_color) if tint is not None else Style(underline=True)
+        if tint is None:
+            return Strip(Segment.apply_style(strip, post_style=Style(underline=True)), strip.cell_length)
+        text = palette.solid("foreground") or Color(255, 255, 255)
+        segments = [Segment(seg.text, (seg.style or Style()) + self._cursor_cell(seg.style, tint, text))
+                    for seg in strip]
+        return Strip(segments, strip.cell_length)
+
+    def _cursor_cell(self, style: Style | None, tint: Color, text: Color) -> Style:
+        """The unfocused cursor's style over a cell of ``style``: the tint, and the cell's colour
+        (or the theme's text colour) made readable on it. Cached per colour."""
+        rich = style.color if style is not None else None
+        key = rich.name if rich is not None else ""
+        cell = self._cursor_fg.get(key)
+        if cell is None:
+            fg = Color.from_rich_color(rich) if rich is not None and rich.triplet is not None else text
+            cell = self._cursor_fg[key] = Style(bgcolor=tint.rich_color, color=readable(fg, tint).rich_color)
+        return cell
 
     def on_focus(self) -> None:
         self._refresh_cursor()

@@ -268,6 +268,34 @@ def serve(exporter: SimExporter, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
+class _FilesHandler(BaseHTTPRequestHandler):
+    files: dict[str, bytes]
+
+    def do_GET(self) -> None:
+        body = self.files.get(self.path)
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def serve_files(files: dict[str, bytes], port: int = 0) -> ThreadingHTTPServer:
+    """Serve recorded expositions as they are, ``files[path]`` at ``http://127.0.0.1:port<path>``
+    (one scrape job each, see ``PromLab(scrape_configs=...)``); ``server.shutdown()`` stops it."""
+    handler = type("FilesHandler", (_FilesHandler,), {"files": dict(files)})
+    server = _Server(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="recorded-exporter", daemon=True).start()
+    return server
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=8)

@@ -43,7 +43,8 @@ CONFIG = """global:
   scrape_interval: {interval}
   evaluation_interval: {interval}
 scrape_configs:
-  - job_name: sim-exporters
+{jobs}"""
+SIM_JOB = """  - job_name: sim-exporters
     honor_labels: true
     scrape_interval: {interval}
     scrape_timeout: {timeout}
@@ -57,7 +58,8 @@ class PromLab:
     (the benchmark runs it as its own process); otherwise one is served from a thread here."""
 
     def __init__(self, nodes: int = 16, seed: int = 0, scrape_interval_s: float = 1.0,
-                 exporter_port: int | None = None, scrape_timeout_s: float | None = None) -> None:
+                 exporter_port: int | None = None, scrape_timeout_s: float | None = None,
+                 scrape_configs: str | None = None) -> None:
         self.nodes = nodes
         self.seed = seed
         self.scrape_interval_s = scrape_interval_s
@@ -66,6 +68,7 @@ class PromLab:
         self.exporter: SimExporter | None = None
         self.server: ThreadingHTTPServer | None = None
         self.exporter_port = exporter_port
+        self.scrape_configs = scrape_configs  # jobs instead of SIM_JOB (same placeholders)
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.start_s: float | None = None
@@ -81,9 +84,10 @@ class PromLab:
             self.server = serve(self.exporter)
             self.exporter_port = int(self.server.server_address[1])
         self.port = free_port()
-        (self.dir / "prometheus.yml").write_text(CONFIG.format(
-            interval=f"{self.scrape_interval_s:g}s", timeout=f"{self.scrape_timeout_s:g}s",
-            target=f"127.0.0.1:{self.exporter_port}"))
+        fill = {"interval": f"{self.scrape_interval_s:g}s", "timeout": f"{self.scrape_timeout_s:g}s",
+                "target": f"127.0.0.1:{self.exporter_port}"}
+        jobs = (self.scrape_configs or SIM_JOB).format(**fill)
+        (self.dir / "prometheus.yml").write_text(CONFIG.format(jobs=jobs, **fill))
         log = open(self.dir / "prometheus.log", "wb")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
             [PROMETHEUS, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
