@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from hpctui.model import Severity
+from hpctui.model import QueueGpus, Severity
+from hpctui.model.jobs import K8sQueueItem
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.convert import parse_time
 from hpctui.validate import Drops
@@ -162,3 +163,67 @@ def test_mig_node_from_real_gfd_labels_every_field() -> None:
                                          ("1Ki", None), ("x", None), ("", None), ("1" * 21, None)])
 def test_quantities(text: str, n: int | None) -> None:
     assert convert.parse_quantity_int(text) == n
+
+
+def test_local_queue_and_cluster_queue_whole_items() -> None:
+    """Kueue's single-ClusterQueue setup (kubernetes-sigs/kueue site/static/examples/admin/
+    single-clusterqueue-setup.yaml) with the status the controller writes."""
+    lq = {"metadata": {"namespace": "default", "name": "user-queue"}, "spec": {"clusterQueue": "cluster-queue"},
+          "status": {"pendingWorkloads": 2, "reservingWorkloads": 1,
+                     "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}]}}
+    assert convert.queue_item("LocalQueue", "kueue.x-k8s.io/v1beta2", lq) == K8sQueueItem(
+        kind="LocalQueue", api="kueue.x-k8s.io/v1beta2", name="user-queue", namespace="default",
+        queue="cluster-queue", state="Active", pending=2, admitted=1)
+    lq["status"]["admittedWorkloads"] = 3
+    lq["status"]["conditions"] = [{"type": "Active", "status": "False", "reason": "ClusterQueueDoesNotExist",
+                                   "message": "Can't submit new workloads to clusterQueue"}]
+    assert convert.queue_item("LocalQueue", "kueue.x-k8s.io/v1beta2", lq) == K8sQueueItem(
+        kind="LocalQueue", api="kueue.x-k8s.io/v1beta2", name="user-queue", namespace="default",
+        queue="cluster-queue", state="Inactive", pending=2, admitted=3,
+        message="ClusterQueueDoesNotExist: Can't submit new workloads to clusterQueue")
+    cq = {"metadata": {"name": "cluster-queue"}, "spec": {"resourceGroups": [{
+        "coveredResources": ["cpu", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"], "flavors": [
+            {"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 9},
+                                                     {"name": "nvidia.com/gpu", "nominalQuota": 8},
+                                                     {"name": "nvidia.com/mig-1g.10gb", "nominalQuota": "7"}]}]}]},
+        "status": {"flavorsUsage": [{"name": "default-flavor", "resources": [
+            {"name": "nvidia.com/gpu", "total": "6"}, {"name": "cpu", "total": "3"}]},
+            {"name": "spot", "resources": [{"name": "nvidia.com/gpu", "total": 1}]}]}}
+    assert convert.queue_item("ClusterQueue", "kueue.x-k8s.io/v1beta2", cq) == K8sQueueItem(
+        kind="ClusterQueue", api="kueue.x-k8s.io/v1beta2", name="cluster-queue", state="Active", gpus=(
+            QueueGpus(resource="nvidia.com/gpu", flavor="default-flavor", quota=8, used=6),
+            QueueGpus(resource="nvidia.com/mig-1g.10gb", flavor="default-flavor", quota=7),
+            QueueGpus(resource="nvidia.com/gpu", flavor="spot", used=1)))
+
+
+def test_volcano_queue_podgroup_and_job_whole_items() -> None:
+    """Field names as in the Volcano CRDs (tests/fixtures/k8s/crds/)."""
+    queue = {"metadata": {"name": "research"},
+             "spec": {"capability": {"cpu": "256", "nvidia.com/gpu": "32"},
+                      "deserved": {"nvidia.com/mig-1g.10gb": "7"}},
+             "status": {"state": "Open", "pending": 2, "running": 1, "inqueue": 3,
+                        "allocated": {"nvidia.com/gpu": "8", "pods": "8"}}}
+    assert convert.queue_item("Queue", "scheduling.volcano.sh/v1beta1", queue) == K8sQueueItem(
+        kind="Queue", api="scheduling.volcano.sh/v1beta1", name="research", state="Open", pending=2, admitted=1,
+        inqueue=3, gpus=(QueueGpus(resource="nvidia.com/gpu", quota=32, used=8),
+                         QueueGpus(resource="nvidia.com/mig-1g.10gb", deserved=7)))
+    pg = {"metadata": {"name": "mpi-pg", "namespace": "hpc"}, "spec": {"queue": "research", "minMember": 4},
+          "status": {"phase": "Pending", "conditions": [
+              {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+               "message": "3/4 tasks in gang unschedulable"},
+              {"type": "Scheduled", "status": "True"},
+              {"type": "Unschedulable", "status": "False", "reason": "old"}]}}
+    assert convert.queue_item("PodGroup", "scheduling.volcano.sh/v1beta1", pg) == K8sQueueItem(
+        kind="PodGroup", api="scheduling.volcano.sh/v1beta1", name="mpi-pg", namespace="hpc", queue="research",
+        state="Pending", message="NotEnoughResources: 3/4 tasks in gang unschedulable", min_member=4)
+    pg["status"]["phase"] = "Running"
+    assert convert.queue_item("PodGroup", "v", pg).message is None
+    job = {"metadata": {"name": "mpi", "namespace": "hpc"}, "spec": {"queue": "research", "minAvailable": 4},
+           "status": {"state": {"phase": "Running", "reason": "x", "message": "y"}, "pending": 0, "running": 4}}
+    assert convert.queue_item("Job", "batch.volcano.sh/v1alpha1", job) == K8sQueueItem(
+        kind="Job", api="batch.volcano.sh/v1alpha1", name="mpi", namespace="hpc", queue="research",
+        state="Running", pending=0, admitted=4, min_member=4)
+    job["status"]["state"] = {"phase": "Aborted", "message": "killed by user"}
+    assert convert.queue_item("Job", "v", job).message == "killed by user"
+    assert convert.queue_item("Job", "v", {"metadata": {"name": "j"}}).state == "Pending"
+    assert convert.queue_item("Queue", "v", {"metadata": {"name": "q"}}).state == "Unknown"
