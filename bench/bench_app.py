@@ -6,7 +6,7 @@ Usage: python bench/bench_app.py [--sizes 64 4096 16384] [--window 30] [--warmup
 For each size it starts ``python -m hpctui --demo --demo-size N`` in a private tmux
 server (200×60, truecolor), and measures:
 
-- first paint: spawn → the first non-blank screen (the shell hpctui.splash draws before Textual
+- first paint: spawn → the first non-blank screen (the shell hpctui.ui.splash draws before Textual
   loads, where the code has one); first frame: → the first screen drawn by the app itself (no
   splash marker on it); first data: → the node panel names a node. Each checkout's modules are
   byte-compiled first (``compileall``), as ``pip install`` leaves them: with
@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COLS, ROWS = 200, 60
 TICK_S = os.sysconf("SC_CLK_TCK")
-SPLASH_MARKER = "loading…"  # hpctui.splash.MARKER (not imported: --compare runs older checkouts too)
+SPLASH_MARKER = "loading…"  # hpctui.ui.splash.MARKER (not imported: --compare runs older checkouts too)
 NODE_TITLE = re.compile(r"Node ([A-Za-z][\w.-]*)")
 
 

@@ -43,7 +43,7 @@ CASES = {
         "from pathlib import Path\nfrom hpctui.actions.audit import AuditLog\n"
         "n = len(AuditLog(Path(PATH)).tail(intents=False).records)"),
     "Runtime.audit_history()": (
-        "from pathlib import Path\nfrom hpctui.runtime import Runtime\n"
+        "from pathlib import Path\nfrom hpctui.core.runtime import Runtime\n"
         "n = len(Runtime('demo', [], audit_path=Path(PATH)).audit_history())"),
     "load_tail (:audit)": (
         "from hpctui.actions.audit_view import load_tail\n"

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 from bench_ui import BenchApp, repaint, timed  # noqa: E402
 from synth import snapshot  # noqa: E402
 
-from hpctui.health import Thresholds  # noqa: E402
-from hpctui.ui.heatmap_settings import HeatmapSettings  # noqa: E402
+from hpctui.core.heatmap_settings import HeatmapSettings  # noqa: E402
+from hpctui.findings.health import Thresholds  # noqa: E402
 from hpctui.ui.widgets.heatmap import NodeHeatmap  # noqa: E402
 
 N = 16384

@@ -1,4 +1,4 @@
-"""Per-GPU / per-port history rings (hpctui.gpu_history): cost per poll in Store.apply and memory.
+"""Per-GPU / per-port history rings (hpctui.core.series_history): cost per poll in Store.apply and memory.
 
 Run: ``python bench/bench_history.py`` (from the repo root).
 """
@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
 from synth import snapshot  # noqa: E402
 
-from hpctui.gpu_history import SeriesHistory  # noqa: E402
+from hpctui.core.series_history import SeriesHistory  # noqa: E402
 from hpctui.model import IbPort  # noqa: E402
 
 

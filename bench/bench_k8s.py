@@ -16,9 +16,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hpctui.core.store import Store
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource, Stream
-from hpctui.store import Store
 from hpctui.ui.widgets.tables import pod_trouble_first
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests" / "testbed" / "nodeshims"))
 
 from nodeshims import NodeSpec, build_shim_root  # noqa: E402
 
-from hpctui.probes import ProbeOptions, ProbeState, RecordSplitter, build_probe_script, parse_record  # noqa: E402
+from hpctui.sources.ssh.probe import ProbeOptions, ProbeState, RecordSplitter, build_probe_script, parse_record  # noqa: E402
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests" / "testbed" / "ssh"))
 
 from sshbed import SshBed  # noqa: E402
 
-from hpctui.probes.script import ProbeOptions  # noqa: E402
+from hpctui.sources.ssh.probe.script import ProbeOptions  # noqa: E402
 from hpctui.sources.ssh.settings import SshSettings  # noqa: E402
 from hpctui.sources.ssh.source import SshSource  # noqa: E402
 

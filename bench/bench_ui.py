@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 from synth import jobs, snapshot  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 
-from hpctui.health import Thresholds  # noqa: E402
+from hpctui.findings.health import Thresholds  # noqa: E402
 from hpctui.ui.heat import Metric, compute_levels  # noqa: E402
 from hpctui.ui.themes import DEFAULT_VARIABLES  # noqa: E402
 from hpctui.ui.widgets.heatmap import NodeHeatmap  # noqa: E402
@@ -127,7 +127,7 @@ async def bench_dashboard(size: int) -> None:
     """Everything one snapshot costs the UI thread: all panes updated + one paint."""
     import tempfile
 
-    from hpctui.runtime import demo_runtime
+    from hpctui.core.runtime import demo_runtime
     from hpctui.ui.app import HpcApp
 
     with tempfile.TemporaryDirectory() as tmp:

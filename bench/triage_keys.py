@@ -9,7 +9,8 @@ selected (heatmap cursor on it, node panel showing it).
 - ``triage``: the shortest sequence the triage keys allow (``n``/``N`` from any view; ``p``
   then the problem's number), driven through Pilot and checked to select the node.
 
-Run: ``python bench/triage_keys.py`` (from the repo root).
+Run: ``python bench/triage_keys.py [--markdown]`` (from the repo root); ``--markdown`` prints the
+README's table (the numbers after ``p`` follow the problem list's order, so re-run it when that changes).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.core.runtime import demo_runtime  # noqa: E402
 from hpctui.sim.incidents import Placement  # noqa: E402
 from hpctui.ui.app import HpcApp  # noqa: E402
 
@@ -40,6 +41,7 @@ def incidents(p: Placement) -> dict[str, str]:
         f"thermal (GPU {p.thermal_gpu})": p.thermal_node,
         f"flapping IB ({p.flap_dev})": p.flap_node,
         "hung Lustre mount": p.hung_node,
+        **({f"GPU {p.stray_gpu} busy without a job": p.stray_node} if getattr(p, "stray_node", "") else {}),
     }
 
 
@@ -106,15 +108,22 @@ async def main() -> None:
         source = app.runtime.sources[0]
         placement: Placement = source.sim.place  # type: ignore[attr-defined]
         has_triage = hasattr(HpcApp, "action_next_problem")
-        print(f"demo seed {SEED} at {SIZE[0]}x{SIZE[1]}: {len(names)} nodes, heatmap {cols} columns")
-        print(f"{'incident':36} {'node':10} {'arrows':>6} {'triage':>6}  keys")
+        markdown = "--markdown" in sys.argv[1:]
+        if markdown:
+            print("| incident | before | now |\n|---|---|---|")
+        else:
+            print(f"demo seed {SEED} at {SIZE[0]}x{SIZE[1]}: {len(names)} nodes, heatmap {cols} columns")
+            print(f"{'incident':36} {'node':10} {'arrows':>6} {'triage':>6}  keys")
         for label, node in incidents(placement).items():
             arrows = arrow_presses(len(names), cols, rows_visible, start, names.index(node))
             if has_triage:
                 count, keys = await triage_presses(make_app, node, candidate_sequences())
             else:
                 count, keys = -1, "(no triage keys in this version)"
-            print(f"{label:36} {node:10} {arrows:>6} {count:>6}  {keys}")
+            if markdown:
+                print(f"| {label} | {arrows} | {count} (`{keys}`) |")
+            else:
+                print(f"{label:36} {node:10} {arrows:>6} {count:>6}  {keys}")
 
 
 if __name__ == "__main__":

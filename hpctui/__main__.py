@@ -1,5 +1,5 @@
 """``python -m hpctui``."""
 
-from hpctui.cli import main
+from hpctui.cli.main import main
 
 raise SystemExit(main())

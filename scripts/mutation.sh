@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Mutation score of the data layer (README "Development"): mutmut plants small bugs in
-# hpctui/health.py, hpctui/model/ and the source parsers ([tool.mutmut] in pyproject.toml)
+# hpctui/findings/health.py, hpctui/model/ and the source parsers ([tool.mutmut] in pyproject.toml)
 # and runs the unit tests against each; a surviving mutant is a bug the suite would miss.
 # Slow (minutes per module), so not part of scripts/test.sh.
 #
 #   scripts/mutation.sh                       # every configured module
-#   scripts/mutation.sh hpctui.health         # one module (a mutmut name glob prefix)
+#   scripts/mutation.sh hpctui.findings.health         # one module (a mutmut name glob prefix)
 #   scripts/mutation.sh hpctui.sources.slurm.parse.states hpctui.model.node
 #   scripts/mutation.sh --survivors           # ... and list the surviving mutants
 #   MUTMUT_CHILDREN=2 scripts/mutation.sh ... # parallel workers (default: all cores)

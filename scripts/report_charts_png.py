@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hpctui.report import build_report, render_html  # noqa: E402
-from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.core.runtime import demo_runtime  # noqa: E402
+from hpctui.report.incident import build_report, render_html  # noqa: E402
 
 FIXED = 1_750_000_000.0
 NODE = "gpu0052"

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hpctui.health import node_findings  # noqa: E402
-from hpctui.runtime import demo_runtime  # noqa: E402
+from hpctui.core.runtime import demo_runtime  # noqa: E402
+from hpctui.findings.health import node_findings  # noqa: E402
 from hpctui.ui.app import HpcApp  # noqa: E402
 from hpctui.ui.widgets.gpu_panel import LineStack  # noqa: E402
 
@@ -112,7 +112,7 @@ async def shoot_custom(name: str = "custom-result", theme: str = "dark", size: t
 
 async def shoot_mig() -> list[Path]:
     """The MIG wizard on the demo's H100 MIG node: the preview before confirming, and the finished checklist."""
-    from hpctui.sources.demo import DemoSource
+    from hpctui.sources.demo.source import DemoSource
     from hpctui.ui.screens.mig_wizard import MigWizardScreen
 
     out = []
@@ -153,7 +153,7 @@ async def shoot_visuals(name: str, *, keys: tuple[str, ...] = (), polls: int = 1
     (a history to chart), ``heatmap`` the [heatmap] config table."""
     import msgspec
 
-    from hpctui.ui.heatmap_settings import HeatmapSettings
+    from hpctui.core.heatmap_settings import HeatmapSettings
 
     clock = _Clock()
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +184,7 @@ async def plans_shots() -> list[Path]:
     """The action dialog of a hybrid drain (Slurm drain + K8s cordon steps) on a node with jobs
     and pods, reason typed and enter pressed (focus moved to the confirm button); and a hold of
     a running job with its warning."""
-    from hpctui.correlate import workload_index
+    from hpctui.findings.correlate import workload_index
 
     out: list[Path] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,7 +204,7 @@ async def plans_shots() -> list[Path]:
             out.append(Path(app.save_screenshot("action-hybrid-drain.svg", str(OUT))))
             await pilot.press("escape")
             await pilot.pause()
-            from hpctui.actions.base import ActionKind
+            from hpctui.model.action import ActionKind
             from hpctui.ui.messages import ActionRequested
 
             job = next(j for j in runtime.store.snapshot().jobs if j.state == "RUNNING")
@@ -282,6 +282,42 @@ async def wall_shots() -> list[Path]:
     return paths
 
 
+async def triage_shots() -> list[Path]:
+    """Issue #22 (seed 1, 200×60 unless said): the explain view of the flapping port (after ten ticks), the event timeline with its repeats coalesced, and the wall at 200×60
+    and at --demo-size 4096."""
+    from hpctui.ui.widgets.problems import ProblemsPane
+
+    out = []
+    for name, size, wall, demo_size, keys in (
+            ("triage-explain", (160, 50), False, 64, ("p", "explain")),
+            ("triage-events-coalesced", (200, 60), False, 64, ("e",)),
+            ("wall-200x60-seed1", (200, 60), True, 64, ()),
+            ("wall-200x60-4096", (200, 60), True, 4096, ())):
+        with tempfile.TemporaryDirectory() as tmp:
+            now = [FIXED]
+            runtime = demo_runtime(size=demo_size, seed=1, clock=lambda now=now: now[0], start_time=FIXED,
+                                   audit_path=Path(tmp) / "audit.jsonl")
+            app = HpcApp(runtime, wall=wall, autostart=False)
+            async with app.run_test(size=size) as pilot:
+                for _ in range(2 if wall else 10):  # ten ticks: the ECC count climbed, the port flapped ten times
+                    now[0] += 2.0
+                    await runtime.collect_once()
+                    app.refresh_from_store()
+                    await pilot.pause()
+                for key in keys:
+                    if key == "explain":  # the flapping port's node: its number, then enter
+                        flap = runtime.sources[0].sim.place.flap_node  # type: ignore[attr-defined]
+                        key = str(app.screen.query_one(ProblemsPane).nodes.index(flap) + 1)
+                        await pilot.press(key, "enter")
+                    else:
+                        await pilot.press(key)
+                    await pilot.pause()
+                await pilot.wait_for_scheduled_animations()
+                await pilot.pause()
+                out.append(Path(app.save_screenshot(f"{name}.svg", str(OUT))))
+    return out
+
+
 async def nav_shots() -> list[Path]:
     """`:` command mode with its matches, and the breadcrumb after drilling into a node and a job."""
     busy = "gpu0003"  # runs jobs in the seed-1 demo
@@ -305,15 +341,22 @@ async def layout_shots() -> list[Path]:
 
 def to_png(paths: list[Path]) -> None:
     """PNG copies next to the SVGs (for looking at them; needs cairosvg)."""
-    import cairosvg  # type: ignore[import-untyped]
+    try:
+        import cairosvg  # type: ignore[import-untyped]
+    except ImportError:
+        raise SystemExit("screenshots.py --png needs cairosvg: pip install '.[screenshots]' "
+                         "(or .venv/bin/pip install 'cairosvg>=2.7')") from None
 
     for path in paths:
         cairosvg.svg2png(url=str(path), write_to=str(path.with_suffix(".png")))
 
 
 async def main() -> None:
-    if sys.argv[1:] == ["wall"]:  # only the wall display's shots
-        for path in await wall_shots():
+    if sys.argv[1:2] in (["wall"], ["triage"]):  # only the wall display's (or issue #22's triage) shots
+        paths = await (wall_shots() if sys.argv[1] == "wall" else triage_shots())
+        if "--png" in sys.argv:
+            to_png(paths)
+        for path in paths:
             print(path.relative_to(ROOT))
         return
     OUT.mkdir(exist_ok=True)
@@ -329,6 +372,7 @@ async def main() -> None:
         await shoot("triage-goto", "light", seed=1, size=(120, 40), keys=("g", *"gpu[0010-0012]")),
         await shoot_custom(),
         *await wall_shots(),
+        *await triage_shots(),
         *await nav_shots(),
     ]
     shots += await views_shots()
@@ -353,7 +397,7 @@ class Clock:
 
 async def views_shots() -> list[Path]:
     """The partitions, drained-nodes (sinfo -R) and audit views, after a few admin actions."""
-    from hpctui.actions.base import ActionKind
+    from hpctui.model.action import ActionKind
     from hpctui.ui.screens.audit import AuditScreen
     from hpctui.ui.screens.drained import DrainedScreen
     from hpctui.ui.screens.partitions import PartitionsScreen
@@ -406,6 +450,6 @@ async def views_main() -> None:
 
 
 if __name__ == "__main__":
-    # `python scripts/screenshots.py [views|visuals|wall]`: all shots, or one group of them
+    # `python scripts/screenshots.py [views|visuals|wall|triage|redrain] [--png]`: all shots, or one group of them
     only = {"views": views_main, "visuals": main_visuals, "redrain": redrain_main}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
     asyncio.run(only() if only is not None else main())

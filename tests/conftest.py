@@ -101,10 +101,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # -- (3) No test writes into the real user's hpctui dirs (issue #19 §7) -------------------------------
 # Before any test runs, every test and child gets a per-session HOME and XDG_{CONFIG,STATE,CACHE,DATA}_HOME.
 # Test beds' caches outside the checkout stay where they are: their defaults are resolved first
-# (tests/testbed/k8s: $HPCTUI_K8SLAB, default ~/.cache/hpctui-k8slab). At the end the real
+# (tests/testbed/k8s: $HPCTUI_K8SLAB, default ~/.cache/hpctui-k8slab; tests/testbed/slurm2411: $HPCTUI_SLURM2411). At the end the real
 # ~/.local/state/hpctui and ~/.config/hpctui (and the $XDG_* ones) must list as before (paths, sizes,
 # mtimes), else the run fails and says what changed.
 os.environ.setdefault("HPCTUI_K8SLAB", str(Path.home() / ".cache" / "hpctui-k8slab"))
+os.environ.setdefault("HPCTUI_SLURM2411", str(Path.home() / ".cache" / "hpctui-slurm2411"))  # tests/testbed/slurm2411
 REAL_HPCTUI_DIRS = tuple(dict.fromkeys(Path(base) / "hpctui" for base in (
     os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state", Path.home() / ".local" / "state",
     os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config", Path.home() / ".config")))

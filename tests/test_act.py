@@ -1,6 +1,6 @@
 """`hpctui act`: the headless entry point to the executor, against the demo cluster.
 
-In-process tests drive :func:`hpctui.act_cmd.run_act` with a frozen clock; subprocess tests run the
+In-process tests drive :func:`hpctui.cli.act.run_act` with a frozen clock; subprocess tests run the
 installed command (``python -m hpctui``) the way an operator or a script does.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.act_cmd import parse_params, split_targets
-from hpctui.act_cmd import run_act as act
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime, demo_runtime
+from hpctui.cli.act import parse_params
+from hpctui.cli.act import run_act as act
+from hpctui.core.runtime import Runtime, demo_runtime
+from hpctui.model.action import ActionKind, split_targets
 
 T0 = 1_796_000_000.0
 

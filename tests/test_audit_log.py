@@ -23,7 +23,7 @@ from test_executor import RecordingBackend, make, snapshot_with
 
 from hpctui.actions import audit as audit_mod
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult, TargetResult
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
 
 
 def _result(message: str = "ok", targets: tuple[str, ...] = ("n1",)) -> ActionResult:
@@ -292,7 +292,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult, TargetResult
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
 
 log = AuditLog(Path(sys.argv[1]), max_bytes=int(sys.argv[3]), keep=50) if int(sys.argv[3]) else AuditLog(Path(sys.argv[1]))
 me = sys.argv[2]
@@ -367,7 +367,7 @@ def test_hpctui_report_survives_a_torn_line_and_says_so(tmp_path: Path) -> None:
 
 
 def test_the_events_history_keeps_every_readable_record_around_a_torn_line(tmp_path: Path) -> None:
-    from hpctui.runtime import demo_runtime
+    from hpctui.core.runtime import demo_runtime
 
     path = tmp_path / "audit.jsonl"
 
@@ -435,7 +435,7 @@ def test_full_disk_refuses_the_drain_and_keeps_only_whole_records(small_tmpfs: P
     _fill(small_tmpfs)
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(small_tmpfs),
            "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    proc = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0001", "--reason",
+    proc = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0003", "--reason",
                            "r" * 1000, "--demo", "--demo-size", "8", "--yes"], capture_output=True, text=True,
                           timeout=300, env=env)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
@@ -446,7 +446,7 @@ def test_full_disk_refuses_the_drain_and_keeps_only_whole_records(small_tmpfs: P
     assert [r["id"] for r in _lines(audit)] == ["earlier"]
     # with room again, the next action is recorded whole after the earlier one
     (small_tmpfs / "filler").unlink()
-    again = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0001", "--reason",
+    again = subprocess.run([sys.executable, "-m", "hpctui", "act", "drain", "--targets", "gpu0003", "--reason",
                             "r" * 1000, "--demo", "--demo-size", "8", "--yes"], capture_output=True, text=True,
                            timeout=300, env=env)
     assert again.returncode == 0, again.stderr

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from hpctui.sanitize import redact_url
+from hpctui.base.sanitize import redact_url
 from hpctui.sources.bounded import AnswerTooLarge, LineTooLong, gather_capped, json_fault, split_lines
 
 

@@ -55,7 +55,7 @@ def test_unknown_theme_is_a_usage_error() -> None:
 def test_snapshot_json_from_demo_without_textual() -> None:
     code = (
         "import sys, runpy; sys.argv=['hpctui','snapshot','--demo','--format','json','--seed','3'];"
-        "from hpctui.cli import main; rc = main();"
+        "from hpctui.cli.main import main; rc = main();"
         "assert 'textual' not in sys.modules, 'snapshot imported textual'; sys.exit(rc)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.config import ConfigError, DemoSettings, load_config, pick_cluster, source_settings
+from hpctui.core.config import ConfigError, DemoSettings, load_config, pick_cluster, source_settings
 from hpctui.sources.slurm.settings import SlurmSettings
 
 GOOD = """
@@ -100,7 +100,7 @@ def test_cluster_choice_errors(tmp_path: Path) -> None:
 def test_audit_rotation_and_tail_settings(tmp_path: Path) -> None:
     """issue #19: audit_max_bytes / audit_keep (rotation) and audit_tail_bytes (what readers read)
     have defaults and reach the runtime's AuditLog."""
-    from hpctui.runtime import runtime_from_config
+    from hpctui.core.runtime import runtime_from_config
 
     default = load_config(write(tmp_path, "[clusters.a]\nsources = [{ kind = 'demo' }]\n"))
     assert (default.audit_max_bytes, default.audit_keep, default.audit_tail_bytes) == (64 << 20, 5, 4 << 20)

@@ -22,9 +22,9 @@ from hpctui.actions.custom import (
     show_arg,
 )
 from hpctui.actions.fold import NodeOutput, clean_output, fold, header, render
-from hpctui.config import ConfigError, parse_config
+from hpctui.core.config import ConfigError, parse_config
+from hpctui.core.runtime import demo_runtime
 from hpctui.model import ClusterSnapshot, Pod, SlurmJob
-from hpctui.runtime import demo_runtime
 
 HOSTILE = ["; rm -rf /", "$(touch /tmp/hpctui-pwned)", "`id`", "a\nb", "\x1b[31mred\x1b]0;t\x07", "' \" \\ *", "-rf"]
 ARGV_DUMP = [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))"]

@@ -8,13 +8,13 @@ import msgspec
 import pytest
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult
 from hpctui.actions.executor import ActionExecutor
+from hpctui.core.store import Store
 from hpctui.model import ClusterSnapshot, Part, SlurmJob, SourceResult
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult
 from hpctui.model.hostlist import expand
 from hpctui.sources.base import ActionBackend, Source
-from hpctui.sources.demo import NOTE, DemoSource
-from hpctui.store import Store
+from hpctui.sources.demo.source import NOTE, DemoSource
 
 T0 = 1_700_000_000.0
 
@@ -73,8 +73,10 @@ def test_protocols() -> None:
 async def test_collect_every_part_and_deterministic() -> None:
     a, b = DemoSource(clock=Clock(), seed=5), DemoSource(clock=Clock(), seed=5)
     ra, rb = await a.collect(), await b.collect()
-    # node-probe parts (services, resources, reachability) come from SSH/Prometheus sources, queues from K8s
-    assert set(ra.parts()) == set(Part) - {Part.SERVICES, Part.RESOURCES, Part.PROBES, Part.K8S_QUEUES}
+    # node-probe parts (services, resources, reachability, NVSwitch SXids) come from SSH/Prometheus sources,
+    # queues from K8s
+    assert set(ra.parts()) == set(Part) - {Part.SERVICES, Part.RESOURCES, Part.PROBES, Part.K8S_QUEUES,
+                                           Part.NVSWITCHES}
     assert ra.time == T0
     assert msgspec.json.encode(ra) == msgspec.json.encode(rb)
     rc = await DemoSource(clock=Clock(), seed=6).collect()
@@ -102,7 +104,8 @@ async def test_drain_draining_then_drained_then_resume(env: Env) -> None:
     plan, res = await run(ex, ActionKind.DRAIN_NODES, [node], {"reason": "bad gpu 2"})
     assert res.ok, res
     assert plan.commands == (f'scontrol update NodeName={node} State=DRAIN Reason="bad gpu 2"',)
-    assert any(f"job {job.job_id}" in a for a in plan.affected) and plan.notes == (NOTE,)
+    assert any(f"job {job.job_id}" in a for a in plan.affected) and plan.notes == (src.note,)
+    assert NOTE in src.note and "demo seed 0" in src.note
     r = await tick(src, clock)
     info = (r.slurm_nodes or {})[node]
     assert info.display_state.startswith("DRAINING") and info.reason == "bad gpu 2"
@@ -284,7 +287,7 @@ async def test_big_demo_collects_in_thread(size: int, off_loop: bool) -> None:
 
 
 async def test_demo_accounting_follows_running_gpus() -> None:
-    from hpctui.sources.demo import DemoSource
+    from hpctui.sources.demo.source import DemoSource
 
     src = DemoSource(size=64, seed=1, clock=lambda: 1000.0, start_time=1000.0)
     await src.collect()

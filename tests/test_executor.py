@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.model import ClusterSnapshot
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 
 
 class RecordingBackend:

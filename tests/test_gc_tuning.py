@@ -1,4 +1,4 @@
-"""The cyclic GC at scale (hpctui.gc_tuning): model structs and pane rows are not tracked, the
+"""The cyclic GC at scale (hpctui.core.gc_tuning): model structs and pane rows are not tracked, the
 installed app raises the young threshold and freezes what is alive once its first data is drawn."""
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def test_every_model_struct_and_pane_row_is_untracked_by_the_gc() -> None:
 def test_the_app_freezes_after_its_first_frame_and_collects_after_drawing_data() -> None:
     code = textwrap.dedent("""
         import asyncio, gc
-        from hpctui import gc_tuning
-        from hpctui.runtime import demo_runtime
+        from hpctui.core import gc_tuning
+        from hpctui.core.runtime import demo_runtime
         from hpctui.ui.app import HpcApp
 
         async def main():
@@ -66,7 +66,7 @@ def test_the_app_freezes_after_its_first_frame_and_collects_after_drawing_data()
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     gen0, _, gen2, early, frozen, before, after = map(int, out.stdout.split())
-    from hpctui.gc_tuning import GEN0_THRESHOLD, OLD_GEN_THRESHOLD
+    from hpctui.core.gc_tuning import GEN0_THRESHOLD, OLD_GEN_THRESHOLD
 
     assert (gen0, gen2) == (GEN0_THRESHOLD, OLD_GEN_THRESHOLD)
     assert early == 0 and frozen > 10_000  # Textual and the widgets, soon after the first frame, before data
@@ -74,7 +74,7 @@ def test_the_app_freezes_after_its_first_frame_and_collects_after_drawing_data()
 
 
 def test_collect_runs_when_due_and_later_on_a_heap_that_takes_long(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpctui import gc_tuning
+    from hpctui.core import gc_tuning
 
     monkeypatch.setattr(gc_tuning, "_next_collect", 0.0)
     monkeypatch.setattr(gc_tuning, "stats", {"collections": 0, "seconds": 0.0})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hpctui.gpu_history import GPU_METRICS, Ring, SeriesHistory
+from hpctui.core.series_history import GPU_METRICS, Ring, SeriesHistory
 from hpctui.model import Gpu, IbPort
 
 
@@ -121,8 +121,8 @@ def test_gpus_and_ib_from_different_sources_keep_both_histories() -> None:
 
 
 def test_store_records_ib_of_a_result_without_gpus() -> None:
+    from hpctui.core.store import Store
     from hpctui.model import SourceResult
-    from hpctui.store import Store
 
     store = Store("c")
     for k in range(3):

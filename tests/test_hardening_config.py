@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
-from hpctui.config import ConfigError, load_config
-from hpctui.sources.demo import DemoSource
+from hpctui.core.config import ConfigError, load_config
+from hpctui.model.action import ActionKind
+from hpctui.sources.demo.source import DemoSource
 
 DEMO = '[clusters.c]\nsources = [{ kind = "demo", size = 4 }]\n'
 SLURM = '[clusters.c]\nsources = [{{ kind = "slurm", backend = "cli", {extra} }}]\n'
@@ -99,7 +99,7 @@ def _make(tmp_path: Path, name: str) -> Path:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "hpctui.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "hpctui.cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
 
 
@@ -172,14 +172,14 @@ def test_corpus_of_broken_theme_files(tmp_path: Path) -> None:
 
 
 def test_global_options_before_or_after_the_subcommand(tmp_path: Path) -> None:
-    from hpctui.cli import split_subcommand
+    from hpctui.cli.main import split_subcommand
 
     cfg = tmp_path / "ok.toml"
     cfg.write_text(DEMO)
     assert split_subcommand(["--config", "snapshot", "snapshot"]) == ("snapshot", ["--config", "snapshot"])
     assert split_subcommand(["--demo", "--theme", "wall"]) == (None, ["--demo", "--theme", "wall"])
     for args in (("--config", str(cfg), "snapshot", "--format", "json"), ("snapshot", "--config", str(cfg))):
-        proc = subprocess.run([sys.executable, "-m", "hpctui.cli", *args], capture_output=True, timeout=120,
+        proc = subprocess.run([sys.executable, "-m", "hpctui.cli.main", *args], capture_output=True, timeout=120,
                               check=False)
         assert proc.returncode == 0, proc.stderr
 
@@ -187,7 +187,7 @@ def test_global_options_before_or_after_the_subcommand(tmp_path: Path) -> None:
 def test_an_app_crash_never_exits_0(tmp_path: Path) -> None:
     import pty
 
-    code = ("import sys, hpctui.cli as c\nfrom hpctui.ui.app import HpcApp\n"
+    code = ("import sys, hpctui.cli.main as c\nfrom hpctui.ui.app import HpcApp\n"
             "def boom(self): raise RuntimeError('kaboom')\n"
             "HpcApp.on_mount = boom\nsys.exit(c.main(['--demo', '--demo-size', '4']))\n")
     master, slave = pty.openpty()
@@ -209,7 +209,7 @@ async def test_reason_validation_is_the_same_for_every_backend(reason: str, tmp_
     source = DemoSource(size=4, seed=1)
     ex = ActionExecutor([source], None, cluster="c")
     snap_result = await source.collect()
-    from hpctui.store import Store
+    from hpctui.core.store import Store
 
     store = Store("c")
     store.apply(snap_result)
@@ -224,7 +224,7 @@ async def test_reason_validation_is_the_same_for_every_backend(reason: str, tmp_
 async def test_reason_is_shown_and_stored_as_slurm_stores_it() -> None:
     source = DemoSource(size=4, seed=1)
     ex = ActionExecutor([source], None, cluster="c")
-    from hpctui.store import Store
+    from hpctui.core.store import Store
 
     store = Store("c")
     store.apply(await source.collect())

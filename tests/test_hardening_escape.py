@@ -20,11 +20,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from hpctui.health import Thresholds
+from hpctui.base.sanitize import PLACEHOLDER, clean_text, is_clean
+from hpctui.cli.snapshot import render_table
+from hpctui.core.runtime import Runtime
+from hpctui.findings.health import Thresholds
 from hpctui.model import SourceResult
-from hpctui.runtime import Runtime
-from hpctui.sanitize import PLACEHOLDER, clean_text, is_clean
-from hpctui.snapshot_cmd import render_table
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source, parse
 from hpctui.sources.slurm.parse.pyslurm_map import job_from_pyslurm, node_from_pyslurm
 
@@ -341,7 +341,7 @@ def test_rest_source_end_to_end() -> None:
 
 
 def test_demo_source_end_to_end() -> None:
-    from hpctui.sources.demo import DemoSource
+    from hpctui.sources.demo.source import DemoSource
 
     source = DemoSource(size=8, seed=1)
     jobs = sorted((j for j in source.sim.workload.jobs.values() if j.state == "RUNNING"),

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 
@@ -82,7 +82,7 @@ def _lab(tmp_path: Path, *, hang: str = "") -> Path:
 
 
 def _hpctui() -> list[str]:
-    return [sys.executable, "-m", "hpctui.cli"]
+    return [sys.executable, "-m", "hpctui.cli.main"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT])
@@ -131,15 +131,15 @@ def test_tui_killed_during_a_hung_sinfo_leaves_no_child(tmp_path: Path, sig: sig
 
 ACT = """
 import asyncio, sys
-from hpctui.actions.base import ActionKind
-from hpctui.config import load_config
-from hpctui.runtime import runtime_from_config
+from hpctui.model.action import ActionKind
+from hpctui.core.config import load_config
+from hpctui.core.runtime import runtime_from_config
 
 async def main() -> None:
     rt = runtime_from_config(load_config(__import__("pathlib").Path(sys.argv[1])), "lab")
     await rt.collect_once()
     snap = rt.store.snapshot()
-    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu01"], {"reason": "xid 79"}, snap)
+    plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu01"], {"reason": "xid 79", "reason_mode": "replace"}, snap)
     assert plan.runnable, plan.errors
     await rt.executor.execute(plan, confirmation=True)
 
@@ -217,7 +217,7 @@ def test_exit_deadline_ends_a_process_whose_shutdown_hangs() -> None:
     """After an exit signal the TUI arms a deadline: if Textual's shutdown then blocks for good
     (seen when the terminal went away: its writer queue full, nobody draining it), the process
     still ends, with 128+signal, instead of staying behind its closed SSH session."""
-    code = ("import time\nfrom hpctui.signals import arm_exit_deadline\n"
+    code = ("import time\nfrom hpctui.core.signals import arm_exit_deadline\n"
             "arm_exit_deadline(129, deadline_s=0.5)\ntime.sleep(120)  # a shutdown that never finishes\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == 129
@@ -228,7 +228,7 @@ def test_exit_deadline_ends_the_process_when_its_terminal_is_gone() -> None:
     """The deadline's last words go to stderr: on a terminal that hung up that write fails
     (EIO), and it used to end the watchdog thread instead of the process."""
     master, slave = pty.openpty()
-    code = ("import os, time\nfrom hpctui.signals import arm_exit_deadline\n"
+    code = ("import os, time\nfrom hpctui.core.signals import arm_exit_deadline\n"
             "time.sleep(0.5)  # the terminal goes away meanwhile\n"
             "arm_exit_deadline(129, deadline_s=0.2)\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
@@ -256,7 +256,7 @@ def test_a_tui_whose_terminal_closes_while_starting_ends_by_itself(tmp_path: Pat
     dead terminal, with the event loop (and so the SIGHUP handler) stuck behind it. The exit
     deadline, armed at the start of every shutdown, still ends the process; so does its own
     last message failing with EIO (both used to leave the process behind for good)."""
-    code = ("import sys, hpctui.signals as s\ns.EXIT_DEADLINE_S = 2.0\nimport hpctui.cli as c\n"
+    code = ("import sys, hpctui.core.signals as s\ns.EXIT_DEADLINE_S = 2.0\nimport hpctui.cli.main as c\n"
             "sys.exit(c.main(['--demo', '--demo-size', '16']))\n")
     ended = []
     for delay in (0.3, 0.45, 0.6, 0.75, 0.9):
@@ -280,7 +280,7 @@ def test_a_tui_whose_terminal_closes_while_starting_ends_by_itself(tmp_path: Pat
 
 
 def test_exit_deadline_leaves_in_flight_actions_their_grace() -> None:
-    from hpctui.runtime import ACTION_GRACE_S
-    from hpctui.signals import EXIT_DEADLINE_S
+    from hpctui.core.runtime import ACTION_GRACE_S
+    from hpctui.core.signals import EXIT_DEADLINE_S
 
     assert EXIT_DEADLINE_S > ACTION_GRACE_S + 5

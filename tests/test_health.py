@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpctui.health import Thresholds, all_findings, node_findings, node_severity
+from hpctui.findings.health import Thresholds, all_findings, node_findings, node_severity
 from hpctui.model import (
     ClusterSnapshot,
     Gpu,

@@ -1,4 +1,4 @@
-"""Boundary tables for every rule in hpctui/health.py: just below, at and just above each threshold, and None.
+"""Boundary tables for every rule in hpctui/findings/health.py: just below, at and just above each threshold, and None.
 
 Expected severities and codes are written here from the defaults in the config documentation
 (GPU warn 83 °C / crit 88 °C, HBM 90 °C, 1000 corrected ECC errors) and FACTS §1 (Xid catalogue),
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpctui.health import (
+from hpctui.findings.health import (
     Finding,
     Thresholds,
     all_findings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpctui.config import ConfigError, parse_config
+from hpctui.core.config import ConfigError, parse_config
 
 CLUSTER = {"clusters": {"demo": {"sources": [{"kind": "demo"}]}}}
 
@@ -22,7 +22,7 @@ def test_heatmap_settings_load() -> None:
     ({"group_by": "switch"}, "heatmap.group_by: 'switch' is not one of none, partition, rack, model"),
     ({"palette": "rainbow"}, "heatmap.palette"),
     ({"racks": {"r01": "gpu[0001-"}}, "heatmap.racks.r01: not a hostlist"),
-    ({"problems_first": "yes"}, "heatmap.problems_first: expected `bool`"),
+    ({"problems_first": "yes"}, "heatmap.problems_first: expected `bool"),
     ({"zoom": 1}, "heatmap.zoom: unknown key"),
 ])
 def test_bad_heatmap_settings_are_one_line(table: dict[str, object], expected: str) -> None:
@@ -34,7 +34,7 @@ def test_bad_heatmap_settings_are_one_line(table: dict[str, object], expected: s
 
 
 def test_runtime_carries_the_heatmap_settings(tmp_path: object) -> None:
-    from hpctui.runtime import runtime_from_config
+    from hpctui.core.runtime import runtime_from_config
 
     config = parse_config({**CLUSTER, "audit_log": f"{tmp_path}/audit.jsonl",
                            "heatmap": {"group_by": "model", "palette": "colorblind"}})

@@ -36,7 +36,7 @@ def test_env():
     child = subprocess.run([sys.executable, "-c", "import os; print(os.environ['HOME'])"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert child == str(home)
-    from hpctui.config import default_state_dir
+    from hpctui.core.config import default_state_dir
     assert default_state_dir().is_relative_to(home)
     default_state_dir().mkdir(parents=True)  # the session's own state dir: allowed
     (default_state_dir() / "audit.jsonl").write_text("{{}}\\n")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from hpctui.model.validate import Drops
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.validate import Drops
 
 
 def node(name: str, gpus: object = "8") -> dict[str, object]:

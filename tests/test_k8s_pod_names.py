@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hpctui.act_cmd import render_plan as act_render_plan
-from hpctui.act_cmd import split_targets
-from hpctui.actions.base import ActionKind, ActionPlan
+from hpctui.cli.act import render_plan as act_render_plan
 from hpctui.model import ClusterSnapshot, K8sNodeInfo, Node, Pod
+from hpctui.model.action import ActionKind, ActionPlan, split_targets
 from hpctui.sources.k8s.names import (
     PodTargetError,
     namespace_problem,

@@ -17,11 +17,11 @@ import yaml
 
 from hpctui.model import Pod, QueueGpus, Severity
 from hpctui.model.jobs import K8sQueueItem
+from hpctui.model.validate import Drops
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.convert import effective_gpu_requests, parse_time
 from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.widgets.tables import POD_COLUMNS
-from hpctui.validate import Drops
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "k8s"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from hpctui.actions.base import ActionKind
-from hpctui.config import ConfigError, parse_config
+from hpctui.base.sanitize import PLACEHOLDER
+from hpctui.core.config import ConfigError, parse_config
 from hpctui.model import ClusterSnapshot, K8sNodeInfo, Node, Pod
-from hpctui.sanitize import PLACEHOLDER
+from hpctui.model.action import ActionKind
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
@@ -148,8 +148,8 @@ def test_plans_name_the_pods_and_reject_unknown_nodes() -> None:
 
 
 def test_platform_pods_not_ready_are_node_findings() -> None:
-    from hpctui.findings import findings_for
-    from hpctui.health import Thresholds
+    from hpctui.findings.health import Thresholds
+    from hpctui.findings.index import findings_for
 
     snap = ClusterSnapshot(cluster="c", time=0.0, nodes={"gpu01": Node(name="gpu01", k8s=K8sNodeInfo(
         name="gpu01", conditions={"Ready": "True"}))}, pods=(

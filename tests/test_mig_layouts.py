@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.actions.mig_layouts import (
+from hpctui.core.config import ConfigError, parse_config
+from hpctui.model.mig_layouts import (
     TABLES,
     LayoutError,
     MigLayoutSpec,
@@ -18,7 +19,6 @@ from hpctui.actions.mig_layouts import (
     resolve,
     validate_config_layouts,
 )
-from hpctui.config import ConfigError, parse_config
 
 FIX = Path(__file__).parent / "fixtures" / "mig"
 

@@ -15,8 +15,8 @@ import pytest
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.mig import MigWorkflow, Status, Step
-from hpctui.runtime import Runtime, demo_runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.core.runtime import Runtime, demo_runtime
+from hpctui.sources.demo.source import DemoSource
 
 T0 = 1_750_000_000.0
 
@@ -226,8 +226,8 @@ def test_act_mig_subprocess(tmp_path: Path) -> None:
 
 
 def test_config_layouts_reach_the_runtime() -> None:
-    from hpctui.config import parse_config
-    from hpctui.runtime import runtime_from_config
+    from hpctui.core.config import parse_config
+    from hpctui.core.runtime import runtime_from_config
 
     config = parse_config({"clusters": {"lab": {"sources": [{"kind": "demo"}]}},
                            "mig_layouts": {"two-3g": {"devices": {"3g.40gb": 2}}}})

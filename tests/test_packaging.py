@@ -25,7 +25,7 @@ def test_wheel_ships_themes_and_entry_point(tmp_path: Path) -> None:
             assert f"hpctui/_themes/{theme}.toml" in names
         assert "hpctui/ui/app.tcss" in names
         entry = next(n for n in names if n.endswith("entry_points.txt"))
-        assert "hpctui = hpctui.cli:main" in zf.read(entry).decode()
+        assert "hpctui = hpctui.cli.main:main" in zf.read(entry).decode()
 
 
 def test_invalid_user_theme_is_a_one_line_error(tmp_path: Path) -> None:

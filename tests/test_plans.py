@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from hpctui.act_cmd import render_plan, render_result
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.actions.executor import ActionExecutor
 from hpctui.actions.plans import ActionSettings
-from hpctui.config import AppConfig, ConfigError, parse_config
+from hpctui.cli.act import render_plan, render_result
+from hpctui.core.config import AppConfig, ConfigError, parse_config
 from hpctui.model import ClusterSnapshot, Gpu, K8sNodeInfo, Node, Pod, SlurmJob, SlurmNodeInfo
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
 from hpctui.sources.slurm.settings import SlurmSettings
@@ -284,8 +284,8 @@ def test_actions_config_key() -> None:
 
 async def test_demo_drain_and_resume_in_both_end_to_end(tmp_path: Path) -> None:
     """The demo cluster knows every node in Slurm and K8s: drain sets both, resume clears both."""
-    from hpctui.act_cmd import run_act
-    from hpctui.runtime import demo_runtime
+    from hpctui.cli.act import run_act
+    from hpctui.core.runtime import demo_runtime
 
     out: list[str] = []
     rt = demo_runtime(size=8, seed=1, clock=lambda: 1_796_000_000.0, start_time=1_796_000_000.0,

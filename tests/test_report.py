@@ -13,22 +13,22 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from hpctui.actions.base import ActionKind
-from hpctui.config import load_config
+from hpctui.base.secrets import secrets_of
+from hpctui.core.config import load_config
+from hpctui.core.runtime import Runtime, demo_runtime
 from hpctui.model import ClusterSnapshot, Event, Severity
+from hpctui.model.action import ActionKind
 from hpctui.model.gpu import XID_MEANING
-from hpctui.report import (
+from hpctui.report.incident import (
     REDACTED,
     ReportError,
     build_report,
     parse_since,
     render_html,
     scope,
-    secrets_of,
     write_report,
     xid_action,
 )
-from hpctui.runtime import Runtime, demo_runtime
 
 T0 = 1_796_000_000.0
 TOKEN = "eyJhbGciOi.SECRET-JWT-7f3a9"

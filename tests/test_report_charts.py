@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from test_report import T0, StepClock
 
-from hpctui import report_charts
-from hpctui.gpu_history import SeriesHistory
+from hpctui.core.runtime import Runtime, demo_runtime
+from hpctui.core.series_history import SeriesHistory
 from hpctui.model import ClusterSnapshot, Gpu, IbPort
-from hpctui.report import build_report, render_html, render_markdown
-from hpctui.report_charts import METRICS, time_axis, value_axis
-from hpctui.runtime import Runtime, demo_runtime
+from hpctui.report import charts as report_charts
+from hpctui.report.charts import METRICS, time_axis, value_axis
+from hpctui.report.incident import build_report, render_html, render_markdown
 
 METRIC = {m.key: m for m in METRICS}
 

@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from test_report import incident
 
-from hpctui.report import SECTIONS, md_code_block, md_escape, render_markdown, write_report
+from hpctui.report.incident import SECTIONS, md_code_block, md_escape, render_markdown, write_report
 
 # Markdown (CommonMark + GFM + markdown-it's linkify) injection strings, as a reason, a job name,
 # a node name, a pod name or a kernel message could carry them.

@@ -25,11 +25,11 @@ from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 from aiohttp.typedefs import Middleware
 
-from hpctui import cli
-from hpctui.config import ConfigError
-from hpctui.serve_cmd import add_serve_arguments, banner, banner_host, plan, redact_token
-from hpctui.serve_guard import Access, Sessions, guard, host_headers, origin_matches, token_matches
-from hpctui.ui.wall_settings import is_loopback
+from hpctui.cli import main as cli
+from hpctui.cli.serve import add_serve_arguments, banner, banner_host, plan, redact_token
+from hpctui.cli.serve_guard import Access, Sessions, guard, host_headers, origin_matches, token_matches
+from hpctui.core.config import ConfigError
+from hpctui.core.wall_settings import is_loopback
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -93,7 +93,7 @@ def test_cli_refusals_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path:
     assert cli.split_subcommand(["--demo", "serve", "--wall"]) == ("serve", ["--demo", "--wall"])
 
 
-# --- the guard in front of textual-serve (hpctui/serve_guard.py): unit level, mocked requests -----------------
+# --- the guard in front of textual-serve (hpctui/cli/serve_guard.py): unit level, mocked requests -----------------
 
 def guard_access(token: str | None = None, cap: int = 2, hostnames: tuple[str, ...] = ()) -> Access:
     return Access(port=8765, host_headers=host_headers("127.0.0.1", 8765, list(hostnames)), token=token,
@@ -446,3 +446,16 @@ def test_the_banner_prints_an_address_the_guard_answers(tmp_path: Path) -> None:
     wildcard = plan(parse("--config", str(config), "--host", "0.0.0.0")).access
     assert banner_host("0.0.0.0", wildcard) == "gpu-login01"
     assert banner_host("::", plan(parse("--demo", "--token")).access) == "localhost"
+
+
+def test_the_served_page_focuses_the_terminal_on_load() -> None:
+    """textual-serve's page leaves the focus on <body> (keys did nothing until a click): ours adds a
+    script that focuses xterm's input once the terminal exists (checked in Chromium by
+    tests/ui/test_serve_browser.py)."""
+    from hpctui.cli.serve import FOCUS_SCRIPT, with_focus_script
+
+    page = "<html><body><div id='terminal'></div></body></html>"
+    out = with_focus_script(page)
+    assert out.index(FOCUS_SCRIPT) < out.index("</body>") and out.count("<script>") == 1
+    assert ".xterm-helper-textarea" in FOCUS_SCRIPT and "addEventListener(\"load\"" in FOCUS_SCRIPT
+    assert with_focus_script("<p>no body</p>").endswith(FOCUS_SCRIPT)

@@ -130,7 +130,7 @@ def test_incidents_evolve_and_emit_events() -> None:
 def test_pending_reasons_and_arrays() -> None:
     _, r = run()
     assert r.slurm_jobs is not None
-    reasons = {j.reason for j in r.slurm_jobs if j.state == "PENDING"}
+    reasons = {(j.reason or "").split(",")[0] for j in r.slurm_jobs if j.state == "PENDING"}
     assert {"Resources", "Priority", "Dependency", "JobHeldUser", "QOSMaxJobsPerUserLimit",
             "ReqNodeNotAvail"} <= reasons
     tasks = [j for j in r.slurm_jobs if j.array_task_id is not None and j.state == "RUNNING"]

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from hpctui.runtime import Runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.core.runtime import Runtime
+from hpctui.sources.demo.source import DemoSource
 from hpctui.sources.slurm import SlurmSettings
 from hpctui.sources.slurm.accounting import ABSENT, AccountingInfo, check_name
 from hpctui.sources.slurm.source import SlurmSource

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
+from hpctui.core.runtime import demo_runtime
 from hpctui.model import ClusterSnapshot, Node, SlurmJob, SlurmNodeInfo
-from hpctui.runtime import demo_runtime
+from hpctui.model.action import ActionKind
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source
 from hpctui.sources.slurm.runner import RunResult
 

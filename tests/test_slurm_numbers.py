@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hpctui.model.validate import Drops
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source
 from hpctui.sources.slurm.backend import Dropped
 from hpctui.sources.slurm.parse import (
@@ -22,7 +23,6 @@ from hpctui.sources.slurm.parse import (
 )
 from hpctui.sources.slurm.parse.jobs_stream import JobReuse, parse_jobs_stream
 from hpctui.sources.slurm.parse.text import SEP, SQUEUE_FIELDS
-from hpctui.validate import Drops
 
 HUGE = int("1" + "0" * 300)
 

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from fakehttp import MIB, RssPeak, ThreadedServer, slurm_garbage, stream_garbage
 
-from hpctui.actions.base import ActionKind
+from hpctui.model.action import ActionKind
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource

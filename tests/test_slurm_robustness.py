@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
+from hpctui.core.poller import Poller
+from hpctui.core.store import Store
 from hpctui.model import ClusterSnapshot, Node, SlurmJob, SlurmNodeInfo
-from hpctui.poller import Poller
+from hpctui.model.action import ActionKind
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source
 from hpctui.sources.slurm import actions as slurm_actions
@@ -33,7 +34,6 @@ from hpctui.sources.slurm.jwt import JwtProvider
 from hpctui.sources.slurm.rest import RestBackend
 from hpctui.sources.slurm.runner import CommandTimeout, Runner
 from hpctui.sources.slurm.verify import JobRow, rows_for, still_alive
-from hpctui.store import Store
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 

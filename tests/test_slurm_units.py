@@ -12,9 +12,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
 from hpctui.model import ClusterSnapshot, Node, SlurmJob, SlurmNodeInfo
+from hpctui.model.action import ActionKind
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import SlurmSettings, build_slurm_source
 from hpctui.sources.slurm.jwt import jwt_expiry

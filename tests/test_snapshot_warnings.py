@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hpctui.health import Thresholds
+from hpctui.cli.snapshot import render_table
+from hpctui.core.runtime import Runtime
+from hpctui.findings.health import Thresholds
 from hpctui.model import SlurmNodeInfo, SourceResult
-from hpctui.runtime import Runtime
-from hpctui.snapshot_cmd import render_table
 
 FIX = Path(__file__).parent / "fixtures" / "slurm"
 

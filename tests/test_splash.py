@@ -1,4 +1,4 @@
-"""The dashboard's shell drawn before Textual loads (hpctui.splash): its geometry, when it is
+"""The dashboard's shell drawn before Textual loads (hpctui.ui.splash): its geometry, when it is
 shown, that a config error still reaches the normal screen, and that the real app takes the
 shell's screen over without switching screens again (in a pseudo-terminal)."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hpctui import splash
+from hpctui.ui import splash
 
 CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from hpctui.core.poller import Poller, backoff_delay
+from hpctui.core.store import NodeNameMap, Store
 from hpctui.model import Gpu, K8sNodeInfo, Part, Pod, SlurmNodeInfo, SourceResult
-from hpctui.poller import Poller, backoff_delay
-from hpctui.store import NodeNameMap, Store
 
 
 class Clock:
@@ -159,7 +159,7 @@ async def test_hung_source_times_out_while_others_keep_refreshing() -> None:
 
 
 async def test_failing_source_reports_first_line_and_backs_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hpctui.poller as poller_module
+    import hpctui.core.poller as poller_module
 
     waits: list[tuple[float, int]] = []
 
@@ -202,7 +202,7 @@ async def test_refresh_now_wakes_the_loop() -> None:
 async def test_first_polls_wait_for_the_first_frame_then_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """``start(after=...)``: the polls begin when the event is set (the UI's first frame), and
     without it at most FIRST_POLL_WAIT_S later; ``stop`` cancels tasks that are still waiting."""
-    import hpctui.poller as poller_module
+    import hpctui.core.poller as poller_module
 
     store = Store("c1")
     src = FakeSource("s", interval_s=3600.0)
@@ -251,7 +251,7 @@ def test_source_warnings_reach_health_and_clear_on_a_clean_refresh() -> None:
 def test_a_snapshot_built_while_a_change_lands_is_not_kept() -> None:
     """The poller applies big results in a worker thread: a view built on the loop meanwhile may
     mix old and new parts, so it serves that one draw but is not cached for the next."""
-    from hpctui import store as store_module
+    from hpctui.core import store as store_module
 
     store = Store("c")
     store.register_source("s", "demo")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hpctui.actions.audit_view import AuditFilter, audit_entries, load_tail, parse_duration_s, read_tail, truncate
+from hpctui.core.runtime import demo_runtime
 from hpctui.model import SlurmJob, SlurmPartition
-from hpctui.runtime import demo_runtime
 from hpctui.sources.slurm.parse import parse_jobs_json, parse_scontrol_jobs, parse_squeue_text
 from hpctui.sources.slurm.parse.partitions import parse_partition_records_json, parse_scontrol_partitions
 from hpctui.ui.fmt import job_time_left_text, job_time_text, squeue_duration

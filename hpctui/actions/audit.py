@@ -40,8 +40,8 @@ from typing import Any
 
 import msgspec
 
-from hpctui.actions.base import ActionPlan, ActionResult, StepResult
-from hpctui.private_files import private_dir
+from hpctui.base.private_files import private_dir
+from hpctui.model.action import ActionPlan, ActionResult, StepResult
 
 _encoder = msgspec.json.Encoder()
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from hpctui.actions import audit
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import HostlistError, expand
-from hpctui.sanitize import clean_text
 
 RESULTS = ("ok", "failed", "interrupted", "refused")
 MESSAGE_LIMIT = 400  # characters of one target's output shown in the full record

@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult, TargetResult
 from hpctui.actions.fold import NodeOutput, clean_output, exit_codes, failures, fold, label_set, natural_key
+from hpctui.base.sanitize import clean_text
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import jobs_by_id
-from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
+    from hpctui.core.runtime import Runtime
     from hpctui.model import ClusterSnapshot, Pod, SlurmJob
-    from hpctui.runtime import Runtime
     from hpctui.sources.ssh.settings import SshSettings
     from hpctui.sources.ssh.targets import Target
 
@@ -268,7 +268,7 @@ def read_only_refusal(action: CustomActionSettings) -> str | None:
 def split_targets(scope: str, expr: str) -> list[str]:
     """``--targets``: hostlists for nodes (``gpu[01-04],cpu7``), comma/space lists of job ids or pods."""
     if scope == "nodes":
-        from hpctui.act_cmd import split_targets as split_hostlists
+        from hpctui.model.action import split_targets as split_hostlists
 
         return split_hostlists(ActionKind.DRAIN_NODES, expr)
     return [t for t in re.split(r"[\s,]+", expr) if t]

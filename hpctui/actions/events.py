@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind, ActionResult
+from hpctui.base.sanitize import clean_text
 from hpctui.model import Event, Severity
+from hpctui.model.action import JOB_ACTIONS, ActionKind, ActionResult
 from hpctui.model.hostlist import collect
-from hpctui.sanitize import clean_text
 
 
 def _object(kind: str, targets: Sequence[str], params: Mapping[str, object]) -> str:

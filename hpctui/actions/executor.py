@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from hpctui.actions.audit import AuditLog, os_user, user_fields
-from hpctui.actions.base import (
+from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
+from hpctui.base.sanitize import clean_text, is_clean
+from hpctui.findings.correlate import workload_index
+from hpctui.model import ClusterSnapshot
+from hpctui.model.action import (
     JOB_ACTIONS,
     REQUIRED_PARAMS,
     ActionKind,
@@ -26,15 +30,11 @@ from hpctui.actions.base import (
     reason_problem,
     stored_reason,
 )
-from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
-from hpctui.correlate import workload_index
-from hpctui.model import ClusterSnapshot
 from hpctui.model.hostlist import HostlistError, expand
-from hpctui.sanitize import clean_text, is_clean
 from hpctui.sources.base import ActionBackend
 
 if TYPE_CHECKING:
-    from hpctui.findings import FindingsIndex
+    from hpctui.findings.index import FindingsIndex
 
 
 class ActionExecutor:
@@ -145,8 +145,8 @@ class ActionExecutor:
             return None  # only these warn from findings: don't compute them for nothing
         if self.findings is not None:
             return self.findings(snapshot)
-        from hpctui.findings import findings_for
-        from hpctui.health import Thresholds
+        from hpctui.findings.health import Thresholds
+        from hpctui.findings.index import findings_for
 
         return findings_for(snapshot, Thresholds())
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import collect, is_valid_hostname
-from hpctui.sanitize import clean_text
 
 MAX_OUTPUT_BYTES = 1 << 20  # per node: a runaway command cannot fill the memory
 RULE = "-" * 16

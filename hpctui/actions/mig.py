@@ -28,9 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hpctui.actions.base import ActionKind, ActionPlan, ActionResult, TargetResult
 from hpctui.actions.executor import ActionExecutor
-from hpctui.actions.mig_layouts import (
+from hpctui.base.errors import describe_error
+from hpctui.base.sanitize import clean_text
+from hpctui.findings.correlate import workload_index
+from hpctui.model.action import ActionKind, ActionPlan, ActionResult, TargetResult
+from hpctui.model.hostlist import collect
+from hpctui.model.mig_layouts import (
     Layout,
     LayoutError,
     MigLayoutSpec,
@@ -40,14 +44,10 @@ from hpctui.actions.mig_layouts import (
     gres_lines,
     resolve,
 )
-from hpctui.correlate import workload_index
-from hpctui.model.hostlist import collect
-from hpctui.poller import describe_error
-from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
+    from hpctui.core.runtime import Runtime
     from hpctui.model import ClusterSnapshot
-    from hpctui.runtime import Runtime
     from hpctui.sources.base import ActionBackend
 
 SOURCE = "mig-wizard"  # the audit records of the wizard's own steps

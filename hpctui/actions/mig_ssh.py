@@ -16,8 +16,9 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
-from hpctui.actions.mig_layouts import (
+from hpctui.base.sanitize import clean_text
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
+from hpctui.model.mig_layouts import (
     TABLES,
     LayoutError,
     apply_commands,
@@ -27,7 +28,6 @@ from hpctui.actions.mig_layouts import (
     layout_from_params,
     parse_lgip,
 )
-from hpctui.sanitize import clean_text
 
 if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
@@ -42,7 +42,7 @@ def _preamble(source: SshSource) -> str:
     opts = source.settings.probe
     out = ""
     if opts.shim_root:
-        from hpctui.probes.script import _SHIM
+        from hpctui.sources.ssh.probe.script import _SHIM
 
         out += _SHIM.replace("@SHIMROOT@", shlex.quote(opts.shim_root))  # a multi-line sh script
     if opts.path_prepend:
@@ -171,7 +171,7 @@ class MigSshBackend:
 
     async def read_mig(self, node: str) -> dict[int, tuple[bool, tuple[str, ...]]]:
         """What the node says now, per GPU: (MIG on, sorted GPU-instance profiles)."""
-        from hpctui.probes.parse_gpu import parse_mig_lgi
+        from hpctui.sources.ssh.probe.parse_gpu import parse_mig_lgi
 
         conn = await self._connect(node)
         try:

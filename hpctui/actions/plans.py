@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, REASON_MODES, ActionKind, ActionPlan, PriorState
+from hpctui.model.action import JOB_ACTIONS, NODE_ACTIONS, REASON_MODES, ActionKind, ActionPlan, PriorState
+from hpctui.model.common import age_text
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import jobs_by_id
 
 if TYPE_CHECKING:
-    from hpctui.findings import FindingsIndex
+    from hpctui.findings.index import FindingsIndex
     from hpctui.model import ClusterSnapshot
     from hpctui.sources.base import ActionBackend
 
@@ -206,14 +207,7 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 def ago(seconds: float) -> str:
     """``42 s``, ``30 min``, ``2 h``, ``3 d``: how long ago, for a sentence."""
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s} s"
-    if s < 7200:
-        return f"{s // 60} min"
-    if s < 172800:
-        return f"{s // 3600} h"
-    return f"{s // 86400} d"
+    return age_text(seconds, words=True)
 
 
 def prior_states(kind: ActionKind, targets: Sequence[str], snapshot: ClusterSnapshot) -> list[PriorState]:

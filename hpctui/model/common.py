@@ -31,5 +31,15 @@ def fmt_na(value: object, fmt: str = "{}", na: str = "N/A") -> str:
     return na if value is None else fmt.format(value)
 
 
+def age_text(seconds: float, *, words: bool = False) -> str:
+    """How long: ``42s 5m 3h 2d``, or with ``words`` ``42 s, 30 min, 2 h, 3 d`` (for a sentence).
+    Seconds under 2 min, minutes under 2 h, hours under 2 d, then days; negative counts as 0."""
+    s = max(0, int(seconds))
+    for limit, unit, short, spoken in ((120, 1, "s", " s"), (7200, 60, "m", " min"), (172800, 3600, "h", " h")):
+        if s < limit:
+            return f"{s // unit}{spoken if words else short}"
+    return f"{s // 86400}{' d' if words else 'd'}"
+
+
 def worst(*levels: Severity) -> Severity:
     return max(levels, default=Severity.OK)

@@ -59,6 +59,28 @@ def job_display_id(job_id: int, array_job_id: int | None, array_task_id: int | N
     return str(job_id)
 
 
+def array_task_count(display_id: str) -> int:
+    """How many tasks a job id as squeue prints it stands for: ``1234_[5-16%4]`` (a pending array
+    remainder) is 12, ``1234_[1,3,8-10]`` 5, ``1234_[0-20:5]`` 5 (a step); ``1234`` or ``1234_7`` is 1.
+    Anything unreadable counts as one (never raises)."""
+    _, sep, tail = display_id.partition("_[")
+    if not sep or not tail.endswith("]"):
+        return 1
+    total = 0
+    for part in tail[:-1].split("%", 1)[0].split(","):
+        span, _, step_text = part.partition(":")
+        first, dash, last = span.partition("-")
+        try:
+            lo, hi = int(first), int(last) if dash else int(first)
+            step = int(step_text) if step_text else 1
+        except ValueError:
+            return 1
+        if hi < lo or step < 1:
+            return 1
+        total += (hi - lo) // step + 1
+    return max(1, total)
+
+
 class QueueGpus(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """GPU quota and use of one queue for one GPU resource (``nvidia.com/gpu`` or a MIG profile
     ``nvidia.com/mig-1g.10gb``): Kueue per ResourceFlavor (``nominalQuota`` / ``flavorsUsage``),

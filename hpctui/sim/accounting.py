@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from hpctui.model.accounting import AccountingInfo, FairShare, QosLimits
 from hpctui.sim.workload import USERS
-from hpctui.sources.slurm.accounting import AccountingInfo
-from hpctui.sources.slurm.parse.sshare import FairShare, QosLimits
 
 QOS = (
     QosLimits(name="normal", priority=100),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from hpctui.base.sanitize import clean_optional, clean_text
 from hpctui.model import (
     ControllerHealth,
     Event,
@@ -28,9 +29,8 @@ from hpctui.model import (
     SourceResult,
     Taint,
 )
-from hpctui.sanitize import clean_optional, clean_text
 from hpctui.sim import metrics
-from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place
+from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place, place_stray
 from hpctui.sim.pods import build_pods, crashloop_restarts
 from hpctui.sim.topology import GFD_PRODUCT, GPU_SHORT, MIG_BALANCED, NodeSpec, build_topology
 from hpctui.sim.workload import SimJob, Workload, idx_str
@@ -64,9 +64,11 @@ class SimCluster:
         self.size, self.seed, self.t0, self.t, self.tick = size, seed, start_time, start_time, 0
         self.topo = build_topology(size, seed)
         self.place = place(self.topo, seed)
+        self.workload = Workload(self.topo, seed, start_time, exclude=frozenset({self.place.xid_node}),
+                                 unavailable=self._unavailable_nodes())
+        self.place = place_stray(self.place, self.topo, lambda n: self.workload.alloc[n].gpus)
         self.incidents = Incidents(self.place, start_time, seed)
         self.incident_nodes = self.place.nodes
-        self.workload = Workload(self.topo, seed, start_time, exclude=frozenset({self.place.xid_node}))
         rng = random.Random(f"phases-{seed}")
         self.specs: tuple[NodeSpec, ...] = self.topo.all_nodes
         self.phase = {n.name: rng.uniform(0.0, 6.283) for n in self.specs}
@@ -106,6 +108,13 @@ class SimCluster:
             self._read_node(spec, start_time)
         self.workload.dirty_nodes.clear()
         self._refresh_jobs()
+
+    def _unavailable_nodes(self) -> tuple[str, ...]:
+        """What the showcase ReqNodeNotAvail job asked for and cannot get: the drained Xid node and
+        the first node of its partition that the ``k8s`` reservation holds."""
+        xid = self.topo.by_name[self.place.xid_node]
+        reserved = [n.name for n in self.topo.gpu_nodes if n.k8s_reserved and n.partitions[0] == xid.partitions[0]]
+        return (xid.name, *reserved[:1])
 
     def _init_admin(self) -> None:
         p = self.place

@@ -7,15 +7,18 @@ can rely on them; some evolve every tick (ECC count, IB flapping).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import msgspec
 
-from hpctui.model import Event, Gpu, Severity, ThrottleReason, XidEvent
+from hpctui.model import Event, Gpu, GpuProcess, Severity, ThrottleReason, XidEvent
 from hpctui.sim.topology import PCI_BUS_IDS, Topology
 
 DRAIN_REASON = "xid 79 gpu3 - RMA ticket 4411"
 NOTREADY_MESSAGE = "Kubelet stopped posting node status."
+STRAY_USER, STRAY_COMMAND = "mallory", "python3 finetune.py --resume"  # left behind outside any job
+STRAY_MEM_MIB = 23_840.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,16 +31,19 @@ class Placement:
     hung_node: str
     slow_node: str
     notready_node: str
+    stray_node: str = ""  # a GPU busy with a process no job or pod owns (the node runs no job)
     xid_gpu: int = 3
     ecc_gpu: int = 5
     thermal_gpu: int = 6
     flap_dev: str = "mlx5_2"
     degraded_dev: str = "mlx5_5"
+    stray_gpu: int = 2
 
     @property
     def nodes(self) -> frozenset[str]:
-        return frozenset((self.xid_node, self.ecc_node, self.thermal_node, self.flap_node,
-                          self.degraded_node, self.hung_node, self.slow_node, self.notready_node))
+        names = (self.xid_node, self.ecc_node, self.thermal_node, self.flap_node, self.degraded_node,
+                 self.hung_node, self.slow_node, self.notready_node, self.stray_node)
+        return frozenset(n for n in names if n)
 
 
 def place(topo: Topology, seed: int) -> Placement:
@@ -64,6 +70,29 @@ def place(topo: Topology, seed: int) -> Placement:
     )
 
 
+STRAY_AT = 0.74  # where in the GPU node list the search for the stray process's GPU starts
+
+
+def place_stray(p: Placement, topo: Topology, busy: Callable[[str], frozenset[int]]) -> Placement:
+    """``p`` with the GPU a process outside any job keeps busy: on the first plain node from
+    :data:`STRAY_AT` on that runs no job (``busy`` gives a node's allocated GPUs; a node idle when
+    the demo starts stays so, nothing refills it), else the first free GPU of a node that runs
+    some; unchanged where every GPU is taken. Placed after the workload, so it changes no job."""
+    plain = [n for n in topo.gpu_nodes if not n.mig and not n.k8s_reserved and n.name not in p.nodes]
+    if not plain:
+        return p
+    start = int(STRAY_AT * len(plain))
+    ordered = plain[start:] + plain[:start]
+    for spec in ordered:
+        if not busy(spec.name):
+            return replace(p, stray_node=spec.name, stray_gpu=min(p.stray_gpu, spec.n_gpus - 1))
+    for spec in ordered:
+        free = [i for i in range(spec.n_gpus) if i not in busy(spec.name)]
+        if free:
+            return replace(p, stray_node=spec.name, stray_gpu=free[-1])
+    return p
+
+
 def _gpu_obj(node: str, idx: int) -> str:
     return f"gpu/{node}/{idx}"
 
@@ -82,6 +111,7 @@ class Incidents:
         rng = random.Random(f"incident-state-{seed}")
         self.xid_active = True
         self.xid_pid = rng.randint(2000, 90_000)
+        self.stray_pid = 90_000 + self.xid_pid % 7919
         self.ecc_uncorrected = 3
         self.ecc_active = True
         self.flap_up = True
@@ -167,12 +197,27 @@ class Incidents:
             return msgspec.structs.replace(
                 gpu, ecc_uncorrected_volatile=self.ecc_uncorrected, ecc_uncorrected_aggregate=self.ecc_uncorrected,
                 remapped_uncorrectable=0, remap_pending=True, xid_events=(ev,), last_xid=63)
+        if gpu.node == p.stray_node and gpu.index == p.stray_gpu:
+            return self._stray(gpu, t)
         if gpu.node == p.thermal_node and gpu.index == p.thermal_gpu:
             temp = 88.0 + (1.0 if int(t) % 7 < 3 else 0.0)
             return msgspec.structs.replace(
                 gpu, temp_c=temp, hbm_temp_c=temp + 7.0, sm_clock_mhz=1410.0,
                 throttle_reasons=int(ThrottleReason.HW_THERMAL_SLOWDOWN | ThrottleReason.SW_THERMAL_SLOWDOWN))
         return gpu
+
+    def _stray(self, gpu: Gpu, t: float) -> Gpu:
+        """The GPU a process outside any job keeps busy: load, memory and its process (no job id, no pod)."""
+        proc = GpuProcess(pid=self.stray_pid, gpu_uuid=gpu.uuid, gpu_index=gpu.index, used_memory_mib=STRAY_MEM_MIB,
+                          user=STRAY_USER, command=STRAY_COMMAND)
+        if gpu.mig_mode_current:  # after a MIG change the process is still there: the finding stays
+            return msgspec.structs.replace(gpu, processes=(proc,))
+        util = 61.0 + (4.0 if int(t) % 5 < 2 else 0.0)
+        return msgspec.structs.replace(
+            gpu, util_pct=util, mem_util_pct=round(util * 0.5, 0), memory_used_mib=STRAY_MEM_MIB + 1024.0,
+            temp_c=round(31.0 + 0.46 * util, 0), hbm_temp_c=round(37.0 + 0.46 * util, 0),
+            power_w=round(118.0 + 5.6 * util, 1), sm_clock_mhz=1980.0, throttle_reasons=0, pcie_gen_current=5,
+            processes=(proc,))
 
     def ib_link(self, node: str, device: str) -> tuple[bool, float | None]:
         """(link up, rate override) for one port."""

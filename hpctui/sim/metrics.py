@@ -98,12 +98,15 @@ def gpu_reading(spec: NodeSpec, index: int, t: float, busy: bool, phase: float, 
     used = round(total * (0.78 + 0.12 * _sin(t * _W300 + phase)), 0) if busy else 4.0
     mig_on = profiles is not None
     if mig_on:
-        mig = mig_instances(spec, index, t, phase, profiles)
+        mig = mig_instances(spec, index, t, phase, profiles, busy=busy)
         util_pct = mem_util = None
         used = float(sum(m.memory_used_mib or 0.0 for m in mig))
-        busy_any = any((m.engine_active or 0.0) > 0.05 for m in mig)
-        power = round(95.0 + 260.0 * max((m.engine_active or 0.0 for m in mig), default=0.0), 1)
-        temp = round(33.0 + 0.1 * (power - 95.0), 0)
+        engine = max((m.engine_active or 0.0 for m in mig), default=0.0)
+        busy_any = engine > 0.05
+        if busy_any:
+            power = round(95.0 + 260.0 * engine, 1)
+            temp = round(33.0 + 0.1 * (power - 95.0), 0)
+        # else: the idle draw and temperature of a GPU without MIG (computed above with util 0)
         throttle = 0 if busy_any else int(ThrottleReason.GPU_IDLE)
     return msgspec.structs.replace(
         tmpl, node=spec.name, index=index, uuid=spec.gpu_uuids[index],
@@ -176,8 +179,13 @@ def profile_mib(profile: str) -> float:
     return round(float(gb or 0) * 1004.8, 0)
 
 
+MIG_IDLE_MIB = 13.0  # what an instance without a process holds (the driver's share)
+
+
 def mig_instances(spec: NodeSpec, index: int, t: float, phase: float,
-                  profiles: tuple[str, ...] | None = None) -> tuple[MigInstance, ...]:
+                  profiles: tuple[str, ...] | None = None, busy: bool = False) -> tuple[MigInstance, ...]:
+    """The GPU's MIG instances; only a GPU that work holds (``busy``) has active ones: an idle
+    instance reads engine 0 and the driver's few MiB."""
     assert spec.gpu_model is not None
     balanced = tuple(p for p, _ in MIG_BALANCED[spec.gpu_model])
     if profiles is None:
@@ -186,11 +194,11 @@ def mig_instances(spec: NodeSpec, index: int, t: float, phase: float,
     out = []
     for k, profile in enumerate(profiles):
         mib = profile_mib(profile)
-        active = max(0.0, 0.45 + 0.45 * wave(t, phase + k, 67.0 + 11 * k)) if (index + k) % 3 else 0.0
+        active = max(0.0, 0.45 + 0.45 * wave(t, phase + k, 67.0 + 11 * k)) if busy and (index + k) % 3 else 0.0
         out.append(MigInstance(
             gi_id=gi_ids[k], ci_id=0, profile=profile,
             uuid=f"MIG-{spec.gpu_uuids[index][4:12]}-{k:04x}-{index:04x}-{k * 17:04x}-{spec.gpu_uuids[index][-12:]}",
-            memory_used_mib=round(mib * (0.2 + 0.6 * active), 0) if active else 13.0,
+            memory_used_mib=round(mib * (0.2 + 0.6 * active), 0) if active else MIG_IDLE_MIB,
             memory_total_mib=float(mib), engine_active=round(active, 3),
         ))
     return tuple(out)

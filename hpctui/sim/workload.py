@@ -11,10 +11,10 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from hpctui.base.sanitize import clean_optional
 from hpctui.model import SlurmJob
 from hpctui.model.hostlist import collect
 from hpctui.model.jobs import job_display_id
-from hpctui.sanitize import clean_optional
 from hpctui.sim.topology import NodeSpec, Topology
 
 USERS = (("alice", "ml-research"), ("bob", "physics"), ("carol", "vision"), ("dave", "nlp"),
@@ -28,6 +28,7 @@ PENDING_SHOWCASE = ("Resources", "Priority", "Dependency", "JobHeldUser", "QOSMa
                     "ReqNodeNotAvail")
 TERMINAL = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT"})
 GONE_AFTER_TICKS = 1
+MAX_ELAPSED_SHARE = 0.9  # a job running at the start has used at most this share of its time limit
 
 
 def idx_str(idx: Iterable[int]) -> str:
@@ -130,9 +131,12 @@ class NodeAlloc:
 class Workload:
     """The job queue plus per-node allocation; changes mark nodes dirty for the cluster."""
 
-    def __init__(self, topo: Topology, seed: int, t0: float, exclude: frozenset[str] = frozenset()) -> None:
+    def __init__(self, topo: Topology, seed: int, t0: float, exclude: frozenset[str] = frozenset(),
+                 unavailable: tuple[str, ...] = ()) -> None:
         self.topo = topo
         self.exclude = exclude  # nodes that start empty (e.g. the drained one)
+        # the nodes the showcase ReqNodeNotAvail job asked for and cannot get (drained, reserved)
+        self.unavailable = unavailable
         self.rng = random.Random(f"workload-{seed}")
         self.jobs: dict[int, SimJob] = {}
         self.alloc: dict[str, NodeAlloc] = {n.name: NodeAlloc() for n in topo.all_nodes}
@@ -176,10 +180,23 @@ class Workload:
         self.changed = True
 
     def _duration(self, job: SimJob, t: float, start: float) -> float:
+        """When a job started at ``start`` ends: never past its time limit (Slurm ends it there)."""
         limit = job.time_limit_min * 60.0
         if self.rng.random() < 0.12:  # some churn in the first minutes of the demo
-            return max(t + self.rng.uniform(40, 600), start + 1.0)
-        return max(start + self.rng.uniform(0.5, 0.98) * limit, t + self.rng.uniform(1800, 6 * 3600))
+            end = max(t + self.rng.uniform(40, 600), start + 1.0)
+        else:
+            end = max(start + self.rng.uniform(0.5, 0.98) * limit, t + self.rng.uniform(1800, 6 * 3600))
+        return min(end, start + limit)
+
+    @staticmethod
+    def _within_limit(job: SimJob, t0: float, start: float) -> float:
+        """``start`` moved later where the job would already have run past most of its time limit
+        (a running job is always within it); deterministic, no random draw."""
+        limit = job.time_limit_min * 60.0
+        elapsed = t0 - start
+        if elapsed < MAX_ELAPSED_SHARE * limit:
+            return start
+        return t0 - (0.05 * limit + elapsed % ((MAX_ELAPSED_SHARE - 0.05) * limit))
 
     def _generate(self, t0: float) -> None:
         rng = self.rng
@@ -193,7 +210,7 @@ class Workload:
                 continue
             cpn = rng.choice((32, 64, 128))
             job = self._job("cpu", t0, num_nodes=1, gpn=0, cpn=cpn, gpu=False)
-            start = t0 - rng.uniform(300, 20 * 3600)
+            start = self._within_limit(job, t0, t0 - rng.uniform(300, 20 * 3600))
             self._start(job, [spec.name], {}, t0, start, self._duration(job, t0, start))
         self._pending(t0)
 
@@ -222,7 +239,7 @@ class Workload:
             if first and made == 3:
                 job.batch, job.name = False, "interactive"
             names = [n.name for n in chunk]
-            start = t0 - rng.uniform(600, 40 * 3600)
+            start = self._within_limit(job, t0, t0 - rng.uniform(600, 40 * 3600))
             self._start(job, names, dict.fromkeys(names, _first(gpn)), t0, start, self._duration(job, t0, start))
 
     def _array_job(self, part: str, spec: NodeSpec, t0: float) -> None:
@@ -237,7 +254,8 @@ class Workload:
                 array_job_id=array_id, array_task_id=task, priority=base.priority,
             )
             start = t0 - 900.0 * task
-            self._start(job, [spec.name], {spec.name: (2 * task - 2, 2 * task - 1)}, t0, start, t0 + 4 * 3600 + task)
+            end = start + job.time_limit_min * 60.0 - 400.0 + task  # within the limit, one task at a time
+            self._start(job, [spec.name], {spec.name: (2 * task - 2, 2 * task - 1)}, t0, start, end)
         # The pending remainder keeps the array's own id, as in Slurm.
         self.jobs[array_id] = SimJob(
             job_id=array_id, name="hparam-sweep", user=base.user, account=base.account, partition=part, qos=base.qos,
@@ -259,6 +277,11 @@ class Workload:
                 job.priority = 0
             if reason == "QOSMaxJobsPerUserLimit":
                 job.qos = "low"
+            if reason == "ReqNodeNotAvail" and self.unavailable:
+                # squeue's reason as Slurm words it: the nodes the job needs and cannot have
+                job.reason = f"ReqNodeNotAvail, UnavailableNodes:{collect(list(self.unavailable))}"
+                job.partition = self.topo.by_name[self.unavailable[0]].partitions[0]
+                job.num_nodes = max(job.num_nodes, len(self.unavailable))
             self.jobs[job.job_id] = job
 
     # -- ticks -----------------------------------------------------------------
@@ -279,13 +302,19 @@ class Workload:
             ended = self.jobs.get(job_id)
             if ended is not None and ended.state == "RUNNING" and ended.planned_end is not None \
                     and ended.planned_end <= t:
-                self.finish(ended, "COMPLETED", t, tick, refill=True)
+                self.finish(ended, "TIMEOUT" if self._at_limit(ended) else "COMPLETED", t, tick, refill=True)
         for job in list(self.jobs.values()):
             if job.state == "RUNNING" and job.finish_tick is not None and tick >= job.finish_tick:
                 self.finish(job, "COMPLETED", t, tick, refill=False)
             elif job.eligible_tick is not None and tick >= job.eligible_tick and job.reason == "BeginTime":
                 job.reason, job.eligible_tick, job.cached = "Priority", None, None
                 self.changed = True
+
+    @staticmethod
+    def _at_limit(job: SimJob) -> bool:
+        """The job ran until its time limit (Slurm ends it as TIMEOUT)."""
+        return (job.start_time is not None and job.planned_end is not None
+                and job.planned_end >= job.start_time + job.time_limit_min * 60.0)
 
     def release_nodes(self, job: SimJob) -> None:
         for n in job.nodes:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from hpctui.model import SourceResult
 
 if TYPE_CHECKING:
-    from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
     from hpctui.model import ClusterSnapshot
+    from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 
 
 class SourceError(Exception):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from hpctui.sources.demo_settings import DemoSettings, build_demo_source
+from hpctui.sources.demo.settings import DemoSettings, build_demo_source
 from hpctui.sources.k8s.settings import K8sSettings, build_k8s_source
 from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
 from hpctui.sources.prometheus.settings import PrometheusSettings, build_prometheus_source
@@ -23,8 +23,8 @@ from hpctui.sources.ssh.settings import SshSettings, build_ssh_source
 
 if TYPE_CHECKING:
     from hpctui.model import ClusterSnapshot
+    from hpctui.model.names import NodeNameMap
     from hpctui.sources.base import Source
-    from hpctui.store import NodeNameMap
 
 
 @dataclass

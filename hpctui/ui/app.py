@@ -26,8 +26,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input
 
-from hpctui import signals
-from hpctui.runtime import Runtime
+from hpctui.core import signals
+from hpctui.core.runtime import Runtime
 from hpctui.ui.keys import GLOBAL_KEYS, TRIAGE_KEYS, bindings
 from hpctui.ui.literal import escape_markup
 from hpctui.ui.messages import ActionRequested, JobDetailRequested, PodDetailRequested, SnapshotChanged
@@ -38,7 +38,7 @@ from hpctui.ui.themes import DEFAULT_VARIABLES, load_themes
 from hpctui.ui.widgets.borders import framed_pane, move_focus_frame
 
 if TYPE_CHECKING:
-    from hpctui.clusters import ClusterSet
+    from hpctui.core.clusters import ClusterSet
 
 # Hidden fallbacks for the node/job action keys, the MIG wizard and charts: a key the focused pane
 # does not bind (or disables: read-only) falls through to these, which act on the subject (the
@@ -60,11 +60,11 @@ class HpcApp(App[None]):
                  autostart: bool = True, handle_signals: bool = False, keymap: dict[str, str] | None = None,
                  clusters: ClusterSet | None = None, freeze_gc: bool = False) -> None:
         super().__init__()
-        self.freeze_gc = freeze_gc  # the installed command: see hpctui.gc_tuning
+        self.freeze_gc = freeze_gc  # the installed command: see hpctui.core.gc_tuning
         self.keymap = dict(keymap or {})  # binding id -> keys, checked (hpctui.ui.keymap.check_keymap)
         self.clusters = clusters  # the configured clusters `:cluster NAME` switches between
         self._refresh_asked = False  # `r` pressed: say so when its data is drawn
-        self.handle_signals = handle_signals  # SIGHUP/SIGTERM/SIGINT → a clean exit (hpctui.signals)
+        self.handle_signals = handle_signals  # SIGHUP/SIGTERM/SIGINT → a clean exit (hpctui.core.signals)
         self.exit_signal: int | None = None
         self._exit_deadline: threading.Thread | None = None  # see exit()
         self.runtime = runtime
@@ -89,10 +89,10 @@ class HpcApp(App[None]):
             self.use_command_palette = False  # the palette lists actions and views: not on a wall
 
     def get_driver_class(self) -> type[Driver]:
-        """Textual's driver; over the shell the command line drew (hpctui.splash), one that
+        """Textual's driver; over the shell the command line drew (hpctui.ui.splash), one that
         takes that screen over without switching (and so clearing) it again."""
         driver: type[Driver] = super().get_driver_class()
-        from hpctui import splash
+        from hpctui.ui import splash
 
         if splash.showing() and driver.__name__ == "LinuxDriver":
             over: type[Driver] = splash.over_splash(driver)
@@ -143,7 +143,7 @@ class HpcApp(App[None]):
         if painted is not None:
             painted.set()
         if self.freeze_gc:  # Textual and the widgets, alive for good: out of every collection
-            from hpctui import gc_tuning
+            from hpctui.core import gc_tuning
 
             # A moment later: its full collection holds the GIL, and the frame (written by
             # Textual's writer thread) or the first data must not wait for it.
@@ -219,8 +219,8 @@ class HpcApp(App[None]):
         snapshot = store.snapshot()
         if not self.wall:  # under the wall display the dashboard is never seen: don't feed it
             self.dashboard.update_snapshot(snapshot)
-        if self.freeze_gc:  # the installed command: see hpctui.gc_tuning
-            from hpctui import gc_tuning
+        if self.freeze_gc:  # the installed command: see hpctui.core.gc_tuning
+            from hpctui.core import gc_tuning
 
             self.call_after_refresh(gc_tuning.collect)
         for screen in self.screen_stack:  # views pushed over the dashboard follow the data too
@@ -255,7 +255,7 @@ class HpcApp(App[None]):
     # -- triage: views and the problem walk, from any screen but a dialog ---------
     def _back_to_dashboard(self) -> bool:
         """Close a job detail or help screen on top of the dashboard; False under a dialog."""
-        from hpctui.ui.actions import ActionDialog
+        from hpctui.ui.screens.action_dialog import ActionDialog
 
         while self.screen is not self.dashboard:
             if isinstance(self.screen, ActionDialog) or len(self.screen_stack) <= 1:
@@ -385,7 +385,7 @@ class HpcApp(App[None]):
         if self.read_only:
             self.action_read_only_notice(message.kind.value)
             return
-        from hpctui.ui.actions import ActionDialog
+        from hpctui.ui.screens.action_dialog import ActionDialog
 
         self.push_screen(ActionDialog(self.runtime, message.kind, message.targets, message.params))
 

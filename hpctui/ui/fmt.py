@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 from hpctui.model import Severity
+from hpctui.model.common import age_text
 from hpctui.model.jobs import K8sQueueItem
 
 NA_TEXT = "N/A"
@@ -37,16 +38,7 @@ def yes_no(value: bool | None) -> str:
 
 def age(seconds: float | None) -> str:
     """Compact age: 42s, 5m, 3h, 2d."""
-    if seconds is None:
-        return NA_TEXT
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
+    return NA_TEXT if seconds is None else age_text(seconds)
 
 
 def utc(t: float | None, fmt: str = "%Y-%m-%d %H:%M") -> str:

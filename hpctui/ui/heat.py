@@ -2,7 +2,7 @@
 
 Pure functions over a snapshot (no Textual) so they are cheap to test and to
 benchmark. The widget keeps the result as ``bytes`` and never touches the model
-while drawing. Health colours come from :mod:`hpctui.health`, never re-derived.
+while drawing. Health colours come from :mod:`hpctui.findings.health`, never re-derived.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import enum
 from collections.abc import Sequence
 from itertools import pairwise
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Node
 
 NA_LEVEL = 5  # "no data": drawn in heat-na, never as 0
@@ -128,7 +128,7 @@ def compute_levels(snapshot: ClusterSnapshot, names: Sequence[str], metric: Metr
     """(levels, glyph indexes) for ``names``; level is 0..4 or NA_LEVEL.
 
     Glyphs are returned as one byte per node indexing :data:`GLYPHS`. Health levels come
-    from the snapshot's shared :func:`~hpctui.findings.findings_for`; ``cache`` makes the
+    from the snapshot's shared :func:`~hpctui.findings.index.findings_for`; ``cache`` makes the
     GPU metrics and glyphs incremental.
     """
     levels = bytearray(len(names))
@@ -255,5 +255,15 @@ def group_nodes(snapshot: ClusterSnapshot, names: Sequence[str], group_by: str,
             groups.setdefault(group_key(snapshot, name, group_by, racks), []).append(name)
     out = [(label, groups[label]) for label in sorted(groups, key=_natural)]
     if severity is not None:
-        out = [(label, sorted(members, key=lambda n: -severity.get(n, 0))) for label, members in out]
+        out = [(label, _worst_first(members, severity)) for label, members in out]
     return out
+
+
+def _worst_first(members: list[str], severity: dict[str, int]) -> list[str]:
+    """``members`` sorted by severity, worst first, stable; only the few bad nodes are sorted."""
+    bad = [n for n in members if severity.get(n, 0)]
+    if not bad:
+        return members
+    bad.sort(key=lambda n: -severity[n])
+    seen = set(bad)
+    return bad + [n for n in members if n not in seen]

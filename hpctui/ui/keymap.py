@@ -13,7 +13,7 @@ import string
 
 from textual.keys import Keys, _character_to_key
 
-from hpctui.config import ConfigError
+from hpctui.core.config import ConfigError
 from hpctui.ui.keys import ALL_KEYS
 
 MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
@@ -23,6 +23,16 @@ _NAMED = frozenset(k.value for k in Keys) | frozenset(
 
 def known_ids() -> list[str]:
     return [spec.id for spec in ALL_KEYS]
+
+
+def unknown_id_hint(binding_id: str) -> str:
+    """What to say about an id no key has: the closest ids (a typo), then every valid id."""
+    import difflib
+
+    ids = sorted(set(known_ids()))
+    close = difflib.get_close_matches(binding_id, ids, n=3, cutoff=0.6)
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"unknown binding id ({guess}valid ids: {', '.join(ids)})"
 
 
 def key_ok(key: str) -> bool:
@@ -39,7 +49,7 @@ def check_keymap(keymap: dict[str, str], origin: str = "<config>") -> dict[str, 
     ids = set(known_ids())
     for binding_id, keys in keymap.items():
         if binding_id not in ids:
-            raise ConfigError(f"{origin}: keymap.{binding_id}: unknown binding id (see `?` or the README key table)")
+            raise ConfigError(f"{origin}: keymap.{binding_id}: {unknown_id_hint(binding_id)}")
         parts = keys.split(",")
         if not keys.strip() or not all(key_ok(k) for k in parts):
             raise ConfigError(f"{origin}: keymap.{binding_id}: not a key: {keys!r} (e.g. \"d\", \"ctrl+d\", \"f5\")")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
-from hpctui.actions.base import ActionKind
+from hpctui.model.action import ActionKind
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings

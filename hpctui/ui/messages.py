@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from hpctui.actions.base import ActionKind
 from hpctui.model import Pod, SlurmJob
+from hpctui.model.action import ActionKind
 
 
 class SnapshotChanged(Message):

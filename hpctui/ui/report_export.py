@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpctui.config import default_state_dir
-from hpctui.private_files import private_dir, write_private
-from hpctui.report import build_report, write_report
-from hpctui.runtime import Runtime
+from hpctui.base.private_files import private_dir, write_private
+from hpctui.core.config import default_state_dir
+from hpctui.core.runtime import Runtime
+from hpctui.report.incident import build_report, write_report
 
 REPORT_WINDOW_S = 3600.0
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind
+from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.ui.keys import ACTION_KEYS, HEATMAP_VIEW_KEYS, JOB_ACTION_KEYS, MIG_KEYS, KeySpec
 

@@ -111,7 +111,7 @@ def load_theme_file(path: Path) -> Theme:
 
     Validated in full at load (size, regular file, UTF-8, every key and variable, finite
     numbers, and the theme is built once), so a theme never crashes the running app."""
-    from hpctui.config import ConfigError, decode_toml, read_small_file
+    from hpctui.core.config import ConfigError, decode_toml, read_small_file
 
     try:
         data = decode_toml(read_small_file(path, "theme", limit=256 * 1024), str(path), "theme")

@@ -9,7 +9,7 @@ The properties, checked by :func:`check`:
 
 * the parser raises nothing but its declared error (``raises``);
 * no string anywhere in what it returns holds a control, format or bidi character
-  (:func:`hpctui.sanitize.is_clean`; LF and TAB are allowed: multi-line probe output keeps them);
+  (:func:`hpctui.base.sanitize.is_clean`; LF and TAB are allowed: multi-line probe output keeps them);
 * it returns within ``HANG_S`` seconds (a SIGALRM timer interrupts a loop that never ends).
 """
 
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import msgspec
 from hypothesis import strategies as st
 
-from hpctui.sanitize import is_clean
+from hpctui.base.sanitize import is_clean
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"

@@ -16,8 +16,8 @@ from fuzzkit import assert_clean, check, chunked, mutated_bytes, mutated_text, s
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hpctui.probes.record import ProbeState, RecordSplitter, parse_record
 from hpctui.sources.ssh.codec import ProbesCodec
+from hpctui.sources.ssh.probe.record import ProbeState, RecordSplitter, parse_record
 from hpctui.sources.ssh.settings import SshSettings
 from hpctui.sources.ssh.stream import NodeRunner
 from hpctui.sources.ssh.targets import Target

@@ -13,7 +13,7 @@ from fuzzkit import assert_clean, check, clean_message, mutated_text, seed_bytes
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hpctui.sanitize import decode_output
+from hpctui.base.sanitize import decode_output
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.parse.partitions import parse_scontrol_partitions
 

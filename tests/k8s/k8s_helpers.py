@@ -12,9 +12,9 @@ from typing import Any
 from k8slab import K8sLab
 
 from hpctui.model import SourceResult
+from hpctui.model.names import NodeNameMap
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.store import NodeNameMap
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 

@@ -14,10 +14,10 @@ import pytest
 from k8s_helpers import gfd_labels, make_source, wait_for
 from k8slab import K8sLab
 
-from hpctui.actions.base import ActionKind, ActionResult
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind, ActionResult
+from hpctui.model.names import NodeNameMap
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.store import NodeNameMap
 
 pytestmark = pytest.mark.live
 PDB = "/apis/policy/v1beta1/namespaces/hpc/poddisruptionbudgets"

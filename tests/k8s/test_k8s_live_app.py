@@ -16,10 +16,10 @@ from k8s_helpers import gfd_labels
 from k8slab import K8sLab
 from textual.widgets import Button, Input, Static
 
-from hpctui.config import load_config
-from hpctui.runtime import runtime_from_config
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.config import load_config
+from hpctui.core.runtime import runtime_from_config
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.panes import TablePane
 

@@ -10,12 +10,12 @@ import pytest
 from k8s_helpers import collect_until, gfd_labels, make_source
 from k8slab import K8sLab
 
+from hpctui.base.sanitize import PLACEHOLDER
+from hpctui.core.store import NodeNameMap, Store
 from hpctui.model import Part, Severity
-from hpctui.sanitize import PLACEHOLDER
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.store import NodeNameMap, Store
 
 pytestmark = pytest.mark.live
 

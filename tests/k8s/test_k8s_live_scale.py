@@ -7,8 +7,8 @@ import pytest
 from k8s_helpers import collect_until, make_source
 from k8slab import K8sLab, create_pods
 
+from hpctui.core.store import Store
 from hpctui.model import Part
-from hpctui.store import Store
 from hpctui.ui.widgets.tables import pod_trouble_first
 
 pytestmark = pytest.mark.live

@@ -12,8 +12,8 @@ from typing import Any
 
 import kmock as km
 
-from hpctui.actions.base import ActionKind
 from hpctui.model import ClusterSnapshot, K8sNodeInfo, Node, Pod
+from hpctui.model.action import ActionKind
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
 

@@ -15,8 +15,8 @@ from k8slab import K8sLab
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.mig import MigWorkflow, Status
-from hpctui.runtime import Runtime
-from hpctui.store import NodeNameMap
+from hpctui.core.runtime import Runtime
+from hpctui.model.names import NodeNameMap
 
 pytestmark = pytest.mark.live
 BALANCED = {"nvidia.com/mig-1g.10gb": "2", "nvidia.com/mig-2g.20gb": "1", "nvidia.com/mig-3g.40gb": "1"}

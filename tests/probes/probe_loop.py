@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hpctui.probes import ProbeOptions, ProbeReading, ProbeState, RecordSplitter, build_probe_script, parse_record
+from hpctui.sources.ssh.probe import (
+    ProbeOptions,
+    ProbeReading,
+    ProbeState,
+    RecordSplitter,
+    build_probe_script,
+    parse_record,
+)
 
 SHELL = shutil.which("dash") or "/bin/sh"
 

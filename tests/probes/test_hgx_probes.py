@@ -9,16 +9,16 @@ import subprocess
 
 import pytest
 
-from hpctui.actions.base import ActionKind
 from hpctui.actions.plans import preview_warnings
-from hpctui.findings import findings_for
-from hpctui.health import Thresholds, gpu_findings, node_findings, nvlink_findings, nvswitch_findings
+from hpctui.findings.health import Thresholds, gpu_findings, node_findings, nvlink_findings, nvswitch_findings
+from hpctui.findings.index import findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Node, Severity, SlurmNodeInfo
+from hpctui.model.action import ActionKind
 from hpctui.model.nvswitch import NvSwitch, SxidEvent, sxid_severity
-from hpctui.probes import parse_gpu as pg
-from hpctui.probes import parse_node as pn
-from hpctui.probes.record import ProbeState, parse_record
-from hpctui.probes.script import GPU_FIELD_GROUPS, NETWORK_FSTYPES, ProbeOptions, _fstype_regex
+from hpctui.sources.ssh.probe import parse_gpu as pg
+from hpctui.sources.ssh.probe import parse_node as pn
+from hpctui.sources.ssh.probe.record import ProbeState, parse_record
+from hpctui.sources.ssh.probe.script import GPU_FIELD_GROUPS, NETWORK_FSTYPES, ProbeOptions, _fstype_regex
 
 SXID_LOG = "dmesg_xid79-sxid20034_hgx-a100_gpud-readme.log"
 H100_CSV = "nvidia-smi_query-gpu_allfields_h100-80gb-hbm3_drv590.48.01_load.csv"
@@ -39,7 +39,7 @@ def test_sxid_lines_of_a_real_nvswitch_log(fixture_text):
 
 
 def test_sxid_detail_line_alone_stands_for_its_event_and_bad_codes_drop():
-    from hpctui.validate import Drops
+    from hpctui.model.validate import Drops
 
     drops = Drops()
     text = ("[131453.740758] nvidia-nvswitch0: SXid (PCI:0000:a9:00.0): 20034, Data {0x50610002, 0x10100030}\n"

@@ -9,7 +9,7 @@ import importlib.util
 import pytest
 from fake_pynvml import new_module
 
-from hpctui.config import ConfigError, parse_config, source_settings
+from hpctui.core.config import ConfigError, parse_config, source_settings
 from hpctui.sources.base import SourceError
 from hpctui.sources.nvml.settings import NvmlSettings
 from hpctui.sources.nvml.source import NvmlSource
@@ -105,7 +105,7 @@ def test_nvml_is_a_registered_kind_with_validated_settings():
 async def test_fabric_state_through_nvml():
     """nvmlDeviceGetGpuFabricInfoV: Completed + success is healthy; a stuck or failed registration is read
     as nvidia-smi names it; NOT_SUPPORTED (no NVLink fabric) is N/A, not a state."""
-    from hpctui.health import Thresholds, gpu_findings
+    from hpctui.findings.health import Thresholds, gpu_findings
 
     m = new_module()
     m.gpus[0].fabric = (3, 0)

@@ -15,9 +15,9 @@ from golden import check_golden
 from hpctui.model.gpu import Gpu, MigInstance
 from hpctui.model.mount import MountState
 from hpctui.model.probe import GpuProcess, ServiceState, ServiceStatus
-from hpctui.probes import parse_gpu as pg
-from hpctui.probes import parse_node as pn
-from hpctui.validate import Drops
+from hpctui.model.validate import Drops
+from hpctui.sources.ssh.probe import parse_gpu as pg
+from hpctui.sources.ssh.probe import parse_node as pn
 
 QUERY_GPU = ("nvidia-smi_query-gpu_allfields_h100-80gb-hbm3_drv590.48.01_load.csv",
              "nvidia-smi_query-gpu_allfields_h100-mig-enabled_drv590.48.01_load.csv",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpctui.probes import parse_gpu as pg
+from hpctui.sources.ssh.probe import parse_gpu as pg
 
 H100 = "nvidia-smi_query-gpu_allfields_h100-80gb-hbm3_drv590.48.01_load.csv"
 H200 = "nvidia-smi_query-gpu_allfields_h200_drv590.48.01_idle.csv"

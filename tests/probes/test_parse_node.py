@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hpctui.model.mount import MountState
 from hpctui.model.probe import ServiceStatus
-from hpctui.probes import parse_node as pn
+from hpctui.sources.ssh.probe import parse_node as pn
 
 IB_H100 = "sysfs-class-infiniband_h100-node_8x-cx7-ndr400_plus_bf3-bond.txt"
 IB_MIXED = "sysfs-class-infiniband_procfs-fixture_mlx4-qdr_mlx5_hfi1-opa.txt"

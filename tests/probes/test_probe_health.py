@@ -6,13 +6,13 @@ from __future__ import annotations
 from nodeshims import NodeSpec, build_shim_root
 from probe_loop import probe_loop
 
-from hpctui.findings import findings_for
-from hpctui.health import Thresholds, node_findings
+from hpctui.findings.health import Thresholds, node_findings
+from hpctui.findings.index import findings_for
 from hpctui.model import ClusterSnapshot, Severity
 from hpctui.model.ib import IbPort
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import Node, SlurmNodeInfo
-from hpctui.probes import ProbeOptions
+from hpctui.sources.ssh.probe import ProbeOptions
 
 FAULTS = {"svc-failed", "pcie-downshift", "nvlink-down", "stray-process", "ib-down"}
 

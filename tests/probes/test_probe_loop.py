@@ -14,8 +14,8 @@ from probe_loop import SHELL, probe_loop
 from hpctui.model.common import Severity
 from hpctui.model.mount import MountState
 from hpctui.model.probe import ServiceStatus
-from hpctui.probes import ProbeOptions, RecordSplitter, build_probe_script, parse_record, remote_command
-from hpctui.probes.record import ProbeState, split_sections
+from hpctui.sources.ssh.probe import ProbeOptions, RecordSplitter, build_probe_script, parse_record, remote_command
+from hpctui.sources.ssh.probe.record import ProbeState, split_sections
 
 NODES = {
     "127.0.1.1": NodeSpec("h100"),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from test_record import record
 
-from hpctui.probes.parse_gpu import integer, parse_q_mig_memory
-from hpctui.probes.record import ProbeState, parse_record
-from hpctui.validate import Drops
+from hpctui.model.validate import Drops
+from hpctui.sources.ssh.probe.parse_gpu import integer, parse_q_mig_memory
+from hpctui.sources.ssh.probe.record import ProbeState, parse_record
 
 FIELDS = "index,uuid,temperature.gpu,power.draw,utilization.gpu,ecc.errors.uncorrected.volatile.total,clocks.sm"
 HUGE = "1" + "0" * 300

@@ -6,10 +6,10 @@ from __future__ import annotations
 from nodeshims import NodeSpec, build_shim_root
 from probe_loop import probe_loop
 
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
 from hpctui.model import ClusterSnapshot
 from hpctui.model.node import Node, SlurmNodeInfo
-from hpctui.probes import ProbeOptions
+from hpctui.sources.ssh.probe import ProbeOptions
 from hpctui.ui.widgets.gpu_panel import node_detail
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
+from hpctui.base.sanitize import is_clean
 from hpctui.model.probe import ServiceStatus
-from hpctui.probes.record import ProbeState, parse_record
-from hpctui.sanitize import is_clean
+from hpctui.sources.ssh.probe.record import ProbeState, parse_record
 
 
 def record(seq: int, epoch_s: float, sections: dict[str, tuple[int, int, str]] | dict[str, tuple]) -> str:

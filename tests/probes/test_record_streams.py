@@ -13,7 +13,14 @@ from golden import check_golden
 from hpctui.model.common import Severity
 from hpctui.model.mount import MountState
 from hpctui.model.probe import ServiceStatus
-from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record, severity_of, split_sections
+from hpctui.sources.ssh.probe.record import (
+    ProbeReading,
+    ProbeState,
+    RecordSplitter,
+    parse_record,
+    severity_of,
+    split_sections,
+)
 
 LOOP = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / "loop"
 NODES = ("gpu-faulty", "gpu-mig", "cpu-ro")

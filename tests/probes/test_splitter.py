@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpctui.probes.record import RecordSplitter, split_sections
+from hpctui.sources.ssh.probe.record import RecordSplitter, split_sections
 
 
 def rec(seq: int, body: str = "hello") -> bytes:

@@ -16,12 +16,12 @@ import pytest
 from promkit import complete, wait_scrapes
 from promlab import PromLab
 
-from hpctui.health import Thresholds
+from hpctui.core.store import Store
+from hpctui.findings.health import Thresholds
 from hpctui.model import MountState, Part, SlurmNodeInfo, SourceResult
 from hpctui.sim.topology import MIG_BALANCED
 from hpctui.sources.prometheus.settings import PrometheusSettings
 from hpctui.sources.prometheus.source import PrometheusSource
-from hpctui.store import Store
 from hpctui.ui.widgets.gpu_panel import node_detail
 
 pytestmark = pytest.mark.live
@@ -225,8 +225,8 @@ mounts = ["/home", "/lustre/scratch"]
 async def test_sources_combine_with_precedence_through_the_config(prom_lab: PromLab, tmp_path: Path) -> None:
     """The demo cluster (same seed and size as the bed: same node names) owns Slurm/K8s and also has
     GPUs; Prometheus wins the GPUs by the configured precedence, the node panel says so."""
-    from hpctui.config import parse_config
-    from hpctui.runtime import runtime_from_config
+    from hpctui.core.config import parse_config
+    from hpctui.core.runtime import runtime_from_config
 
     config = parse_config({"audit_log": str(tmp_path / "audit.jsonl"), "clusters": {"lab": {
         "sources": [{"kind": "demo", "size": 32, "seed": 0},

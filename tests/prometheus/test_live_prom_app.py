@@ -10,8 +10,8 @@ import pytest
 from promkit import complete
 from promlab import PromLab
 
-from hpctui.config import parse_config
-from hpctui.runtime import runtime_from_config
+from hpctui.core.config import parse_config
+from hpctui.core.runtime import runtime_from_config
 from hpctui.ui.app import HpcApp
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap

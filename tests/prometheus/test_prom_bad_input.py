@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator
 import pytest
 from fakeprom import FakeProm
 
-from hpctui.health import Thresholds
+from hpctui.core.poller import Poller
+from hpctui.core.store import Store
+from hpctui.findings.health import Thresholds
 from hpctui.model import Part
-from hpctui.poller import Poller
 from hpctui.sources.prometheus.settings import PrometheusSettings
 from hpctui.sources.prometheus.source import PrometheusSource
-from hpctui.store import Store
 from hpctui.ui.widgets.status import source_text
 
 TOKEN = "s3cr3t-t0ken-value"

@@ -9,10 +9,10 @@ import pytest
 from aiohttp import web
 from fakehttp import MIB, ThreadedServer, stream_garbage
 
+from hpctui.core.store import Store
 from hpctui.sources.prometheus.client import PromError
 from hpctui.sources.prometheus.settings import PrometheusSettings
 from hpctui.sources.prometheus.source import PrometheusSource
-from hpctui.store import Store
 
 
 def _source(url: str, **kw: object) -> PrometheusSource:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from fakeprom import FakeProm
 
-from hpctui.gpu_history import SeriesHistory, link_error_delta
+from hpctui.core.series_history import SeriesHistory, link_error_delta
 from hpctui.model import IbPort
+from hpctui.model.validate import DCGM_FP64_BLANK, DCGM_INT32_BLANK, DCGM_INT64_BLANK
 from hpctui.sources.prometheus.client import Sample
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
-from hpctui.validate import DCGM_FP64_BLANK, DCGM_INT32_BLANK, DCGM_INT64_BLANK
 
 HUGE = "1" + "0" * 300  # a 301-digit number
 

@@ -7,11 +7,11 @@ import pytest
 from promtext import FIXTURES, family, fixture_samples
 
 from hpctui.model import MountState
+from hpctui.model.names import NodeNameMap
 from hpctui.sources.prometheus.client import PromError, Sample, decode_answer
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
 from hpctui.sources.prometheus.queries import families, history_expr
 from hpctui.sources.prometheus.settings import PrometheusSettings
-from hpctui.store import NodeNameMap
 
 H100 = "dcgm-exporter_metrics_8x-h100_gpu-operator_drv580.105.08_sampled.prom"
 MIG = "dcgm-exporter_metrics_a100_mig-1g.5gb_GPU_I_PROFILE.prom"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hpctui.config import ConfigError, parse_config
+from hpctui.core.config import ConfigError, parse_config
+from hpctui.core.store import Store
 from hpctui.model import Gpu, NodeResources, Part, SlurmNodeInfo, SourceResult
-from hpctui.store import Store
 
 
 def gpus(node: str, util: float) -> dict[str, tuple[Gpu, ...]]:

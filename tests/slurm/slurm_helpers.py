@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 from slurmlab import SlurmLab
 
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
+from hpctui.core.store import Store
 from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 from hpctui.sources.slurm import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource
-from hpctui.store import Store
 
 T = TypeVar("T")
 BACKENDS = ("cli", "rest-unix", "rest-jwt")

@@ -16,7 +16,7 @@ import pytest
 from slurm_helpers import BACKENDS, job, poll, run, source
 from slurmlab import SlurmLab, accounting_installed
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.sources.slurm.accounting import ABSENT, AccountingInfo
 from hpctui.sources.slurm.parse import FairShare
 

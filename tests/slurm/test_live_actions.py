@@ -10,8 +10,8 @@ import pytest
 from slurm_helpers import act, job, nodes, poll, run, snapshot, source
 from slurmlab import SlurmLab
 
-from hpctui.actions.base import ActionKind
 from hpctui.actions.executor import ActionExecutor
+from hpctui.model.action import ActionKind
 
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
 

@@ -12,7 +12,7 @@ import pytest
 from slurm_helpers import act, nodes, poll, run, source
 from slurmlab import SlurmLab
 
-from hpctui.actions.base import ActionKind
+from hpctui.model.action import ActionKind
 
 pytestmark = [pytest.mark.slurm, pytest.mark.live]
 

@@ -17,10 +17,10 @@ import pytest
 from slurmlab import SlurmLab
 from textual.widgets import Button, Input, Static
 
-from hpctui.config import load_config
-from hpctui.runtime import Runtime, runtime_from_config
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.config import load_config
+from hpctui.core.runtime import Runtime, runtime_from_config
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.status import StatusLine

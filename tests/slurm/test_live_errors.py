@@ -11,10 +11,10 @@ import pytest
 from slurm_helpers import run, source
 from slurmlab import SlurmLab
 
-from hpctui.actions.base import ActionKind
+from hpctui.core.store import Store
 from hpctui.model import Part
+from hpctui.model.action import ActionKind
 from hpctui.sources.base import SourceError
-from hpctui.store import Store
 
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
 

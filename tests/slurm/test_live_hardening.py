@@ -22,9 +22,9 @@ import pytest
 from slurm_helpers import run, source
 from slurmlab import SlurmLab
 
-from hpctui.config import load_config
-from hpctui.runtime import runtime_from_config
-from hpctui.sanitize import is_clean
+from hpctui.base.sanitize import is_clean
+from hpctui.core.config import load_config
+from hpctui.core.runtime import runtime_from_config
 from hpctui.ui.app import HpcApp
 
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
@@ -125,7 +125,7 @@ def test_text_fallback_drops_only_the_broken_records(lab: SlurmLab, hostile: lis
 def test_snapshot_table_and_screen_hold_no_escape(lab: SlurmLab, hostile: list[str], tmp_path: Path) -> None:
     cfg = tmp_path / "lab.toml"
     cfg.write_text(f'[clusters.lab]\nsources = [{{ kind = "slurm", backend = "cli", slurm_conf = "{lab.slurm_conf}" }}]\n')
-    res = subprocess.run([sys.executable, "-m", "hpctui.cli", "snapshot", "--config", str(cfg)], env=lab.env,
+    res = subprocess.run([sys.executable, "-m", "hpctui.cli.main", "snapshot", "--config", str(cfg)], env=lab.env,
                          capture_output=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     assert b"\x1b" not in res.stdout and b"\x07" not in res.stdout
@@ -148,9 +148,9 @@ def test_snapshot_table_and_screen_hold_no_escape(lab: SlurmLab, hostile: list[s
 ACT = """
 import asyncio, sys
 from pathlib import Path
-from hpctui.actions.base import ActionKind
-from hpctui.config import load_config
-from hpctui.runtime import runtime_from_config
+from hpctui.model.action import ActionKind
+from hpctui.core.config import load_config
+from hpctui.core.runtime import runtime_from_config
 
 async def main() -> None:
     rt = runtime_from_config(load_config(Path(sys.argv[1])), "lab")

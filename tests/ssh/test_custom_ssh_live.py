@@ -13,7 +13,7 @@ from sshbed import SshBed
 
 from hpctui.actions.custom import CustomActionSettings, CustomRun, plan_custom
 from hpctui.actions.fold import fold, render
-from hpctui.runtime import demo_runtime
+from hpctui.core.runtime import demo_runtime
 from hpctui.sources.ssh.settings import SshSettings
 
 pytestmark = pytest.mark.live

@@ -13,8 +13,8 @@ from test_ssh_transport_live import settings_for
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.mig import MigWorkflow, Status
-from hpctui.probes.script import ProbeOptions
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
+from hpctui.sources.ssh.probe.script import ProbeOptions
 from hpctui.sources.ssh.source import SshSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "nodeshims"))

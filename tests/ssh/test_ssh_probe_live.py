@@ -1,4 +1,4 @@
-"""The real probe loop (hpctui.probes) streamed over real SSH by the ssh source."""
+"""The real probe loop (hpctui.sources.ssh.probe) streamed over real SSH by the ssh source."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sshbed import SshBed
 from test_ssh_transport_live import collect_until, settings_for
 
 from hpctui.model.mount import MountState
-from hpctui.probes.script import ProbeOptions
+from hpctui.sources.ssh.probe.script import ProbeOptions
 from hpctui.sources.ssh.source import SshSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "nodeshims"))
@@ -66,8 +66,8 @@ async def test_real_probe_resources_and_services(ssh_bed: SshBed) -> None:
 async def test_hgx_sxid_and_fabric_failure_end_to_end(ssh_bed: SshBed, tmp_path: Path) -> None:
     """Real sshd, the real probe loop, the node shims: a node whose kernel log holds the real NVSwitch SXid
     20034 lines and whose GPUs 5/6 report a stuck / failed NVLink fabric registration; a healthy peer."""
-    from hpctui.findings import findings_for
-    from hpctui.health import Thresholds
+    from hpctui.findings.health import Thresholds
+    from hpctui.findings.index import findings_for
     from hpctui.model import ClusterSnapshot, Severity
 
     a, b = ssh_bed.nodes[0], ssh_bed.nodes[1]

@@ -15,7 +15,7 @@ from test_ssh_transport_live import collect_until, settings_for
 
 from hpctui.model.mount import MountState
 from hpctui.model.probe import ServiceStatus
-from hpctui.probes.script import ProbeOptions
+from hpctui.sources.ssh.probe.script import ProbeOptions
 from hpctui.sources.ssh.source import SshSource
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "nodeshims"))
@@ -108,7 +108,7 @@ async def test_every_node_through_the_shims(ssh_bed: SshBed, shims: Path) -> Non
                 assert not probes[n.name].reachable and probes[n.name].error
         # node-side faults: the node is still fresh, the fault shows where it belongs
         assert "gpu" in " ".join(probes["node0013"].late_probes)
-        # binary garbage from nvidia-smi: the splitter drops such records whole (hpctui.probes), so the
+        # binary garbage from nvidia-smi: the splitter drops such records whole (hpctui.sources.ssh.probe), so the
         # node is fresh only if a clean record came through; either way it says why
         garbage = probes["node0017"]
         assert garbage.reachable or "binary" in (garbage.error or "") or "unreadable" in (garbage.error or "")

@@ -9,7 +9,7 @@ import asyncssh
 import msgspec
 import pytest
 
-from hpctui.config import ConfigError, load_config, source_settings
+from hpctui.core.config import ConfigError, load_config, source_settings
 from hpctui.model.hostlist import HostlistError
 from hpctui.sources.registry import PLANNED_SOURCE_KINDS, SOURCE_KINDS
 from hpctui.sources.ssh.pool import describe_error, parse_jump, raise_nofile_limit
@@ -90,7 +90,7 @@ def test_nofile_raised_to_hard_limit() -> None:
 
 
 def test_probe_findings() -> None:
-    from hpctui.health import probe_findings
+    from hpctui.findings.health import probe_findings
     from hpctui.model import Severity
     from hpctui.model.probe import ProbeStatus
 

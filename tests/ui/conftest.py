@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from uikit import FIXED, Clock
 
-from hpctui.runtime import Runtime, demo_runtime
+from hpctui.core.runtime import Runtime, demo_runtime
 
 
 @pytest.fixture

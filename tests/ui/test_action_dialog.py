@@ -9,11 +9,11 @@ from collections.abc import Callable
 from textual.widgets import Button, Input, Static
 from uikit import load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 
 

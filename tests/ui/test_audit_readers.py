@@ -14,7 +14,7 @@ import pytest
 from uikit import FIXED, load
 
 from hpctui.actions.audit import AuditLog
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.audit import AuditScreen
 from hpctui.ui.widgets.events import EventsPane

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from uikit import load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.fmt import elide, ib_rate
 from hpctui.ui.widgets.vtable import Column, Fit, VirtualTable, fit_columns
@@ -119,7 +119,7 @@ async def test_no_identifier_cut_in_the_views(make_runtime: MakeRuntime, size: t
     async with app.run_test(size=size) as pilot:
         await load(app, pilot)
         if view == "audit":
-            from hpctui.actions.base import ActionKind
+            from hpctui.model.action import ActionKind
             plan = runtime.executor.plan(ActionKind.DRAIN_NODES, ("gpu[0010-0012,0014]",),
                                          {"reason": "IB link flapping on mlx5_1"}, runtime.store.snapshot())
             await runtime.executor.execute(plan, confirmation=plan.confirm_word or True)
@@ -195,8 +195,8 @@ def test_ib_rate_is_compact_everywhere() -> None:
 
 def test_snapshot_table_keeps_ready_unknown_and_long_states(tmp_path: Any) -> None:
     """`hpctui snapshot` sizes its node table to the cells: ``Ready=Unknown`` is not ``Ready=Unkn``."""
+    from hpctui.cli.snapshot import render_table
     from hpctui.model import K8sNodeInfo, SlurmNodeInfo, SourceResult
-    from hpctui.snapshot_cmd import render_table
 
     runtime = Runtime("t", [], clock=lambda: 100.0, audit_path=tmp_path / "audit.jsonl")
     runtime.store.apply(SourceResult(

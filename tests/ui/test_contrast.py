@@ -10,7 +10,7 @@ from rich.segment import Segment
 from textual.color import Color
 from uikit import load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.contrast import MIN_RATIO, contrast_ratio, readable
 from hpctui.ui.themes import load_themes

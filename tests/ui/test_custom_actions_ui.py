@@ -10,7 +10,7 @@ from uikit import load
 
 from hpctui.actions.custom import CustomActionSettings
 from hpctui.actions.fold import label_set
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.custom_result import CustomPreviewScreen, CustomResultScreen, plan_text, result_text
 

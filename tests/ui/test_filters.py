@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from uikit import load
 
+from hpctui.core.runtime import Runtime
 from hpctui.model.hostlist import expand
-from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.widgets.tables import QueueTable
 from hpctui.ui.widgets.vtable import RowFilter, hostlist_set

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from fakehttp import RssPeak
 
-from hpctui.runtime import Runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.core.runtime import Runtime
+from hpctui.sources.demo.source import DemoSource
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource
 from hpctui.ui.app import HpcApp

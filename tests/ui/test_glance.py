@@ -8,8 +8,8 @@ from functools import partial
 
 from uikit import Clock, load
 
-from hpctui.health import Thresholds
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
+from hpctui.findings.health import Thresholds
 from hpctui.ui.app import HpcApp
 from hpctui.ui.widgets.gpu_panel import TEMP_SCALE_LOW_C, temp_bar, util_bar
 from hpctui.ui.widgets.spark import BARS, MiniSpark, spark_content
@@ -104,8 +104,8 @@ async def test_audit_record_formats_steps_not_python_dicts(make_runtime: MakeRun
     """A hybrid drain (Slurm drain + K8s cordon) recorded with its steps: the record view lists the
     steps and their per-target results, not ``steps=[{'action': 'drain', …}]``."""
     from hpctui.actions.audit_view import load_tail
-    from hpctui.actions.base import ActionKind
-    from hpctui.correlate import workload_index
+    from hpctui.findings.correlate import workload_index
+    from hpctui.model.action import ActionKind
     from hpctui.ui.screens.audit import AuditRecordScreen, AuditScreen, record_text
 
     runtime = make_runtime()

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from uikit import load
 
+from hpctui.core.runtime import Runtime
 from hpctui.model import SourceResult
 from hpctui.model.jobs import K8sQueueItem
-from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.fmt import k8s_queue_summary
 

@@ -11,7 +11,7 @@ from textual.color import Color
 from textual.widgets import Static
 from uikit import load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.dashboard import TAB_SLOTS, fit_top
 from hpctui.ui.widgets.footer import PINNED, KeyBar, KeyEntry

@@ -31,14 +31,14 @@ from uikit import FIXED, Clock, load
 
 import hpctui.ui
 from hpctui.actions.custom import CustomActionSettings
-from hpctui.clusters import ClusterSet
+from hpctui.core.clusters import ClusterSet
+from hpctui.core.runtime import Runtime
+from hpctui.core.wall_settings import WallSettings
 from hpctui.model import Event, K8sQueueItem, Severity, SourceResult
-from hpctui.runtime import Runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.sources.demo.source import DemoSource
 from hpctui.ui.app import HpcApp
 from hpctui.ui.commands import COMMANDS
 from hpctui.ui.screens.dashboard import PANES
-from hpctui.ui.wall_settings import WallSettings
 
 CORPUS = (
     "[/x]",
@@ -306,6 +306,17 @@ async def walk_app(walk: Walk) -> None:
     await pilot.press("v")  # type: ignore[attr-defined]
     await walk.check("charts (v)", expect=(f"Charts · {NODE}", f"{C[0]}"))
     await walk.close_to_dashboard()
+    # the explain view of every problem row (enter on a problem: evidence, history, events, next step)
+    from hpctui.ui.widgets.problems import ProblemsPane
+
+    dash.show_view("problems")
+    await pilot.pause()  # type: ignore[attr-defined]
+    problems = app.screen.query_one(ProblemsPane)
+    assert problems.problems.rows, "the hostile demo has problems to explain"
+    for row in list(problems.problems.rows):
+        problems.explain_row(row)
+        await walk.check(f"explain {row.node}")
+        await walk.close_to_dashboard()
     from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
 
     app.push_screen(ConfirmQuitScreen(1))  # (`q` asks this only while an action runs)

@@ -11,8 +11,8 @@ from uikit import load
 
 from hpctui.actions.audit import AuditLog
 from hpctui.actions.mig import Status
-from hpctui.runtime import Runtime
-from hpctui.sources.demo import DemoSource
+from hpctui.core.runtime import Runtime
+from hpctui.sources.demo.source import DemoSource
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.mig_wizard import MigWizardScreen
 from hpctui.ui.widgets.heatmap import NodeHeatmap
@@ -94,7 +94,7 @@ async def test_wizard_refuses_in_read_only(make_runtime: Callable[..., Runtime])
 
 
 async def test_mig_command_takes_the_marked_nodes_and_config_layouts(make_runtime: Callable[..., Runtime]) -> None:
-    from hpctui.actions.mig_layouts import MigLayoutSpec
+    from hpctui.model.mig_layouts import MigLayoutSpec
 
     runtime = make_runtime()
     node = _mig_node(runtime)

@@ -17,14 +17,14 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 from uikit import load
 
-from hpctui.clusters import ClusterSet
-from hpctui.config import ConfigError, parse_config
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.clusters import ClusterSet
+from hpctui.core.config import ConfigError, parse_config
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.commands import completions, parse
 from hpctui.ui.keymap import check_keymap
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.command import CommandScreen
 from hpctui.ui.screens.confirm_quit import ConfirmQuitScreen
 from hpctui.ui.screens.help import HelpScreen, help_content
@@ -383,7 +383,7 @@ async def test_keymap_remaps_keys_footer_and_help(make_runtime: Callable[..., Ru
 
 
 def test_cli_bad_keymap_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from hpctui.cli import main
+    from hpctui.cli.main import main
 
     path = tmp_path / "c.toml"
     path.write_text('[clusters.a]\nsources = [{kind = "demo", size = 4}]\n[keymap]\n"node.drian" = "x"\n')

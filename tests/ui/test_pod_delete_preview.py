@@ -7,13 +7,13 @@ from pathlib import Path
 
 from textual.widgets import Button, Static
 
-from hpctui.actions.base import ActionKind
+from hpctui.core.runtime import Runtime
 from hpctui.model import K8sNodeInfo, Pod, SourceResult
-from hpctui.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.sources.k8s.settings import K8sSettings
 from hpctui.sources.k8s.source import K8sSource
-from hpctui.ui.actions import ActionDialog
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 
 HOSTILE_NS = "[@click=app.quit]CLICK[/]"
 HOSTILE = f"{HOSTILE_NS}/train-0"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from uikit import FIXED, load
 
-from hpctui.findings import findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.core.runtime import Runtime, demo_runtime
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import findings_for
 from hpctui.model import ClusterSnapshot, Event, Severity
 from hpctui.model.hostlist import expand
-from hpctui.runtime import Runtime, demo_runtime
 from hpctui.sim.incidents import Placement
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.job_detail import JobDetailScreen
@@ -285,8 +285,8 @@ async def test_go_to_a_node_job_pod_or_hostlist(make_runtime: Callable[..., Runt
 
 
 async def test_empty_panes_say_which_source_fills_them(tmp_path: Path) -> None:
+    from hpctui.cli.snapshot import render_table
     from hpctui.model import SlurmNodeInfo, SourceResult
-    from hpctui.snapshot_cmd import render_table
 
     runtime = Runtime("slurm-only", [], clock=lambda: FIXED, audit_path=tmp_path / "audit.jsonl")
     runtime.store.apply(SourceResult(source="slurm", time=FIXED, slurm_nodes={
@@ -315,7 +315,7 @@ def test_job_detail_shows_elapsed_and_time_left() -> None:
 
 
 async def test_job_actions_from_the_job_detail(make_runtime: Callable[..., Runtime]) -> None:
-    from hpctui.ui.actions import ActionDialog
+    from hpctui.ui.screens.action_dialog import ActionDialog
 
     app = HpcApp(make_runtime(), autostart=False)
     async with app.run_test(size=(160, 50)) as pilot:

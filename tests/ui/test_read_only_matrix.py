@@ -19,11 +19,11 @@ import pytest
 from textual.widgets import Button
 from uikit import load
 
-from hpctui.act_cmd import run_act
 from hpctui.actions.audit import AuditLog
-from hpctui.actions.base import JOB_ACTIONS, NAME_ACTIONS, NODE_ACTIONS, ActionKind
+from hpctui.cli.act import run_act
+from hpctui.core.runtime import Runtime
 from hpctui.model import ClusterSnapshot
-from hpctui.runtime import Runtime
+from hpctui.model.action import JOB_ACTIONS, NAME_ACTIONS, NODE_ACTIONS, ActionKind
 
 ENTRY_POINTS = ("executor", "act", "act_dry_run", "config", "app")
 PARAMS = {"reason": "r", "state": "DOWN", "duration": "60", "layout": "all-1g.10gb", "name": "diag"}
@@ -43,7 +43,7 @@ def target_for(kind: ActionKind, snap: ClusterSnapshot) -> str:
     if kind in NAME_ACTIONS:
         return next(p for n in snap.nodes.values() if n.slurm for p in n.slurm.partitions)
     pytest.fail(f"action kind {kind.value!r} has no target category: add it to NODE_ACTIONS, JOB_ACTIONS or "
-                "NAME_ACTIONS (hpctui/actions/base.py) or to target_for() here")
+                "NAME_ACTIONS (hpctui/model/action.py) or to target_for() here")
 
 
 def refusal(record: dict[str, object]) -> object:
@@ -68,8 +68,8 @@ def state_of(rt: Runtime) -> tuple[object, ...]:
 def config_runtime(tmp_path: Path) -> Runtime:
     import tomllib
 
-    from hpctui.config import parse_config
-    from hpctui.runtime import runtime_from_config
+    from hpctui.core.config import parse_config
+    from hpctui.core.runtime import runtime_from_config
 
     text = (f"read_only = true\naudit_log = '{tmp_path / 'audit.jsonl'}'\n" + CUSTOM_TOML +
             "[clusters.d]\n[[clusters.d.sources]]\nkind = 'demo'\nsize = 8\nseed = 1\n")
@@ -84,16 +84,16 @@ async def test_read_only_refuses_every_action_through_every_entry_point(
     if entry != "config":
         import tomllib
 
-        from hpctui.config import parse_config
+        from hpctui.core.config import parse_config
 
         rt.custom_actions = tuple(parse_config(tomllib.loads(CUSTOM_TOML)).custom_actions)
     if entry == "config":
         assert rt.read_only
     audit = AuditLog(tmp_path / "audit.jsonl")
     if entry == "app":
-        from hpctui.ui.actions import ActionDialog
         from hpctui.ui.app import HpcApp
         from hpctui.ui.messages import ActionRequested
+        from hpctui.ui.screens.action_dialog import ActionDialog
 
         app = HpcApp(rt, autostart=False)
         async with app.run_test(size=(160, 50)) as pilot:

@@ -17,10 +17,10 @@ from test_action_dialog import open_dialog, text_of, wait_result
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 from uikit import load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 
 DRAINED = "gpu0007"  # demo seed 1 (64 nodes): DRAINED by root, "xid 79 gpu3 - RMA ticket 4411"
 OLD_REASON = "xid 79 gpu3 - RMA ticket 4411"

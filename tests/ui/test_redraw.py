@@ -9,7 +9,7 @@ from synth import jobs, snapshot
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
 from hpctui.ui.heat import Metric
 from hpctui.ui.themes import DEFAULT_VARIABLES
 from hpctui.ui.widgets.borders import set_border_text

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from uikit import Clock, load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 
 
@@ -52,7 +52,7 @@ async def test_report_key_works_in_read_only_mode(make_runtime: Callable[..., Ru
 async def test_read_only_app_refuses_every_action_kind(make_runtime: Callable[..., Runtime]) -> None:
     """The app's entry point (ActionRequested, as keys, marks and the palette send it) in read-only mode:
     no dialog opens and nothing reaches the audit trail, for every action kind."""
-    from hpctui.actions.base import ActionKind
+    from hpctui.model.action import ActionKind
     from hpctui.ui.messages import ActionRequested
 
     rt = make_runtime(size=8, seed=1, read_only=True)

@@ -11,7 +11,7 @@ from textual import events
 from textual.widgets import Input
 from uikit import load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.palette import Palette
 from hpctui.ui.widgets.panes import TablePane

@@ -90,6 +90,29 @@ def pids_where(predicate: object) -> list[int]:
     return out
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (children, their children, ...), from /proc."""
+    parent_of: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parent_of[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[-1].split()[1])
+    out: list[int] = []
+    frontier = [pid]
+    while frontier:
+        kids = [child for child, parent in parent_of.items() if parent in frontier]
+        out += kids
+        frontier = kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -145,19 +168,30 @@ def chromium(tmp_path: Path) -> Iterator[object]:
                 "--disable-background-networking", "--disable-extensions"):
         options.add_argument(arg)
     service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
-    before = set(pids_where(lambda _pgid, cmd: "chrom" in cmd))  # browser processes not ours
     driver = webdriver.Chrome(service=service, options=options)
+    ours: set[int] = set()
     try:
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_JS})
         yield driver
     finally:
+        if service.process is not None:  # chromedriver and every process under it: ours, nobody else's
+            ours = {service.process.pid, *descendants(service.process.pid)}
         driver.quit()
-        # every Chromium process of our profile, and any chromium/chromedriver process that appeared since
-        left = sorted(set(pids_where(lambda _pgid, cmd: str(profile) in cmd or "chrom" in cmd)) - before)
-        if service.process is not None and service.process.poll() is None:
-            left.append(service.process.pid)  # chromedriver itself
+
+        def ours_alive() -> list[int]:
+            # what is left of them, and any Chromium process of our profile (another test's browsers are not touched)
+            return sorted({p for p in ours if _alive(p)} | set(pids_where(lambda _pgid, cmd: str(profile) in cmd)))
+
+        # Chromium's helpers exit a moment after quit() returns (slower on a loaded machine): give them that moment,
+        # then kill what is still there; the promise is that nothing of ours survives the fixture.
+        deadline = time.monotonic() + 15
+        while (left := ours_alive()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         kill_all(left)
-        assert not left, f"browser processes left behind: {left}"
+        deadline = time.monotonic() + 5
+        while (survivors := ours_alive()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not survivors, f"browser processes survived SIGKILL: {survivors}"
 
 
 def terminal_text(driver: object) -> str:
@@ -182,6 +216,13 @@ def press(driver: object, key: str) -> None:
 
     terminal = driver.find_element(By.CSS_SELECTOR, ".textual-terminal")  # type: ignore[attr-defined]
     ActionChains(driver).move_to_element(terminal).click().send_keys(key).perform()  # type: ignore[arg-type]
+
+
+def type_keys(driver: object, key: str) -> None:
+    """Keys as a user types them right after the page opened: to whatever has the focus, no click."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).send_keys(key).perform()  # type: ignore[arg-type]
 
 
 def screenshot(driver: object, name: str) -> None:
@@ -281,6 +322,19 @@ def test_serve_shows_the_dashboard_in_headless_chromium(tmp_path: Path) -> None:
         time.sleep(0.5)
         screenshot(driver, "browser.png")
         check_a_foreign_page_is_refused(driver, url, server)
+
+
+def test_serve_keys_work_without_clicking_the_terminal_first(tmp_path: Path) -> None:
+    """The page focuses the terminal on load: the first key typed reaches the app (issue #22 §7)."""
+    with serving(tmp_path) as (url, _state, _server), chromium(tmp_path) as driver:
+        driver.get(url)  # type: ignore[attr-defined]
+        wait_for(driver, r"Nodes \(\d+\)")
+        time.sleep(0.5)
+        focused = driver.execute_script(  # type: ignore[attr-defined]
+            "return document.activeElement && document.activeElement.className;")
+        assert "xterm-helper-textarea" in (focused or ""), f"focus on {focused!r}, not the terminal"
+        type_keys(driver, "d")  # no click anywhere: the drain key still reaches the app (refused: read-only)
+        wait_for(driver, r"Drain: read-only mode, actions are disabled", timeout=20)
 
 
 def test_serve_with_a_token_in_headless_chromium(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from uikit import load
 
-from hpctui.runtime import Runtime
+from hpctui.core.runtime import Runtime
 from hpctui.ui.app import HpcApp
 
 SIZES = [(80, 24), (120, 40), (200, 60), (300, 80)]  # laptop over SSH … a wall screen

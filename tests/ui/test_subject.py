@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from uikit import load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.charts import ChartsScreen
 from hpctui.ui.screens.mig_wizard import MigWizardScreen
 from hpctui.ui.widgets.status import StatusLine

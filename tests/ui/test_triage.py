@@ -9,11 +9,11 @@ from collections.abc import Callable
 from textual.widgets import Button, Input, Static
 from uikit import load
 
-from hpctui.correlate import workload_index
+from hpctui.core.runtime import Runtime
+from hpctui.findings.correlate import workload_index
 from hpctui.model import ControllerHealth
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.job_detail import JobDetailScreen, job_lines
 from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap

@@ -11,10 +11,10 @@ import pytest
 from textual.widgets import Input, Static
 from uikit import FIXED, load
 
-from hpctui.actions.base import ActionKind
-from hpctui.runtime import Runtime
-from hpctui.ui.actions import ActionDialog
+from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.app import HpcApp
+from hpctui.ui.screens.action_dialog import ActionDialog
 from hpctui.ui.screens.audit import AuditRecordScreen, AuditScreen
 from hpctui.ui.screens.drained import DrainedScreen
 from hpctui.ui.screens.partitions import PartitionsScreen

@@ -8,11 +8,11 @@ from rich.text import Text
 from textual.color import Color
 from uikit import FIXED, Clock
 
+from hpctui.core.heatmap_settings import HeatmapSettings
+from hpctui.core.runtime import demo_runtime
 from hpctui.model import Severity
-from hpctui.runtime import demo_runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.heat import CIVIDIS, GLYPH_NONE, Metric
-from hpctui.ui.heatmap_settings import HeatmapSettings
 from hpctui.ui.screens.charts import ChartsScreen
 from hpctui.ui.screens.gpus import GpusScreen, gpu_indexes
 from hpctui.ui.widgets.heatmap import NodeHeatmap
@@ -220,7 +220,7 @@ class FakeMetrics:
 
     async def history(self, node: str, metric: str = "util", gpu: int | None = None,
                       window_s: float | None = None, points: int = 120) -> object:
-        from hpctui.sources.prometheus.source import MetricHistory
+        from hpctui.model.history import MetricHistory
 
         self.asked.append((node, metric, gpu, window_s))
         value = {"util": 42.0, "temp": 60.0, "power": 500.0, "mem": 10240.0}[metric] + (gpu or 0)
@@ -297,7 +297,7 @@ async def test_charts_legend_now_is_na_when_the_gpu_reports_na_now(tmp_path: Pat
 
 
 def test_legend_now_text_newest_sample_and_age() -> None:
-    from hpctui.gpu_history import Series
+    from hpctui.core.series_history import Series
     from hpctui.ui.screens.charts import now_text
 
     assert now_text(Series("GPU 0", [10.0, 12.0], [50.0, 61.5], newest=12.0), 12.0, 4.0) == "61.5"

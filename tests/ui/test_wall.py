@@ -12,14 +12,14 @@ from textual.widgets import ContentSwitcher, Digits
 from uikit import Clock, load
 from wallsoak import growth_after_warmup, soak
 
-from hpctui.config import ConfigError, parse_config
-from hpctui.findings import findings_for
+from hpctui.core.config import ConfigError, parse_config
+from hpctui.core.runtime import Runtime
+from hpctui.core.wall_settings import WallSettings
+from hpctui.findings.index import findings_for
 from hpctui.model import Severity
-from hpctui.runtime import Runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.wall import WallScreen, wall_counts
-from hpctui.ui.wall_settings import WallSettings
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.status import StatusLine
@@ -49,7 +49,7 @@ async def test_wall_is_its_own_screen_in_the_wall_theme(make_runtime: Callable[.
 
 async def test_the_cli_wall_uses_the_wall_theme_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     """`hpctui --wall` used to come up in the config's (dark) theme."""
-    from hpctui import cli
+    from hpctui.cli import main as cli
 
     seen: dict[str, object] = {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from synth import jobs, snapshot
 from textual.app import App, ComposeResult
 
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
 from hpctui.model import Severity
 from hpctui.ui.heat import NA_LEVEL, Metric, compute_levels, node_names
 from hpctui.ui.themes import DEFAULT_VARIABLES

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from uikit import FIXED, Clock
 
-from hpctui.runtime import demo_runtime
+from hpctui.core.runtime import demo_runtime
 from hpctui.ui.app import HpcApp
 from hpctui.ui.screens.wall import WallScreen
 

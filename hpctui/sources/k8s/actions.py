@@ -16,9 +16,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
+from hpctui.base.sanitize import clean_text
 from hpctui.model import ClusterSnapshot, Pod
-from hpctui.sanitize import clean_text
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.client import K8sError, q
 from hpctui.sources.k8s.names import PodTargetError, pod_problem, split_pod_target

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from hpctui.sanitize import clean_text, redact_url
+from hpctui.base.sanitize import clean_text, redact_url
 from hpctui.sources.bounded import CHUNK, MIB, AnswerTooLarge, LineTooLong, gather_capped, json_error, split_lines
 from hpctui.sources.k8s.settings import K8sSettings
 

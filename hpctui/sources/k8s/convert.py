@@ -2,10 +2,10 @@
 
 Pure functions, no client: fed by lists and watch events of the source and by tests.
 Every field may be missing or null (``_d``/``_l`` make that harmless); every string
-goes through :func:`hpctui.sanitize.clean_text`. A malformed object raises
+goes through :func:`hpctui.base.sanitize.clean_text`. A malformed object raises
 :class:`BadObject`, which the source turns into one dropped record and a warning. A count
 that is present but not plausible (a negative or 300-digit GPU quantity) is N/A, recorded in
-the ``drops`` a caller passes (:class:`hpctui.validate.Drops`): the source shows one warning.
+the ``drops`` a caller passes (:class:`hpctui.model.validate.Drops`): the source shows one warning.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from hpctui.digits import is_uint
+from hpctui.base.digits import is_uint
+from hpctui.base.sanitize import clean_text
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, QueueGpus, Severity, Taint
-from hpctui.sanitize import clean_text
-from hpctui.validate import COUNT, Drops, is_node_name, show_value
+from hpctui.model.validate import COUNT, Drops, is_node_name, show_value
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -55,7 +55,7 @@ def _s(obj: Any, key: str) -> str | None:
 
 
 def _i(value: Any) -> int | None:
-    """A count (GPUs, MIG slices): a non-negative int below 2**31 (hpctui.validate.COUNT), else None."""
+    """A count (GPUs, MIG slices): a non-negative int below 2**31 (hpctui.model.validate.COUNT), else None."""
     if isinstance(value, bool):
         return None
     n = value if isinstance(value, int) else parse_quantity_int(value) if isinstance(value, str) else None
@@ -103,7 +103,7 @@ def name_of(obj: Mapping[str, Any]) -> str:
 def node_info(obj: Mapping[str, Any], drops: Drops | None = None) -> K8sNodeInfo:
     """A core/v1 Node; an implausible GPU/MIG quantity is N/A, recorded in ``drops``."""
     name = clean_text(name_of(obj))
-    if not is_node_name(name):  # the one node-name rule of every source (hpctui.validate)
+    if not is_node_name(name):  # the one node-name rule of every source (hpctui.model.validate)
         raise BadObject(f"invalid node name {show_value(name)}")
     meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
     conditions: dict[str, str] = {}

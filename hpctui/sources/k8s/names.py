@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model import Event, K8sNodeInfo, Part, SourceResult
-from hpctui.sanitize import clean_text
+from hpctui.model.validate import Drops
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
 from hpctui.sources.k8s.client import K8sError, KubeClient, WatchBroken, error_from, q
 from hpctui.sources.k8s.settings import K8sSettings
-from hpctui.validate import Drops
 
 if TYPE_CHECKING:
-    from hpctui.store import NodeNameMap
+    from hpctui.model.names import NodeNameMap
 
 BACKOFF_MIN_S = 1.0
 BACKOFF_MAX_S = 30.0
@@ -154,7 +154,7 @@ class K8sSource(K8sActions):
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         key = f"{meta.get('namespace') or ''}/{meta.get('name') or meta.get('uid') or '?'}"
-        drops = Drops()  # implausible counts of this object (hpctui.validate): warned while it is kept
+        drops = Drops()  # implausible counts of this object (hpctui.model.validate): warned while it is kept
         value: Any
         try:
             if stream.resource == "nodes":

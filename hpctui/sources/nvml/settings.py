@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from hpctui.validate import is_node_name, show_value
+from hpctui.model.validate import is_node_name, show_value
 
 if TYPE_CHECKING:
     from hpctui.sources.nvml.source import NvmlSource

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model import SourceResult
 from hpctui.model.event import Event
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, MigInstance, XidEvent, xid_severity
 from hpctui.model.probe import GpuProcess, NvLink, ProbeStatus
-from hpctui.probes import parse_gpu as pg
-from hpctui.sanitize import clean_text
+from hpctui.model.validate import GPU_BOUNDS, MEMORY_MIB, SMALL_ENUM, XID, Drops, checked, is_node_name, show_value
 from hpctui.sources.base import SourceError
-from hpctui.validate import GPU_BOUNDS, MEMORY_MIB, SMALL_ENUM, XID, Drops, checked, is_node_name, show_value
+from hpctui.sources.ssh.probe import parse_gpu as pg
 
 if TYPE_CHECKING:
     from hpctui.sources.nvml.settings import NvmlSettings
@@ -185,7 +185,7 @@ class NvmlSource:
                 self._register_events(c, handles)
             gpus: list[Gpu] = []
             warnings: list[str] = []
-            drops = Drops()  # implausible readings (hpctui.validate): N/A plus one warning
+            drops = Drops()  # implausible readings (hpctui.model.validate): N/A plus one warning
             for i, h in enumerate(handles):
                 if h is None:
                     gpus.append(Gpu(node=self.node, index=i, lost=True))

@@ -7,7 +7,7 @@ Every failure becomes :class:`PromError` with one line a person can act on.
 Answers are bounded: the body is read streamed up to ``max_answer_mib`` and an answer with
 more than ``max_series`` series is refused before its series are decoded (issue #19 §5).
 A redirect is followed by aiohttp, which drops ``Authorization`` when it leads to another
-host; userinfo in the configured URL is never shown (:func:`hpctui.sanitize.redact_url`).
+host; userinfo in the configured URL is never shown (:func:`hpctui.base.sanitize.redact_url`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 
-from hpctui.sanitize import clean_text, redact_url
+from hpctui.base.sanitize import clean_text, redact_url
 from hpctui.sources.base import SourceError
 from hpctui.sources.bounded import (
     MIB,

@@ -15,22 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpctui.digits import is_uint
+from hpctui.base.digits import is_uint
+from hpctui.base.sanitize import clean_text
 from hpctui.model import Gpu, GpuProcess, IbPort, MigInstance, Mount, MountState, NodeResources
-from hpctui.sanitize import clean_text
-from hpctui.sources.prometheus.client import Sample
-from hpctui.sources.prometheus.queries import (
-    FS_GAUGES,
-    GPU_GAUGES,
-    GPU_SPARSE,
-    IB_COUNTERS,
-    IB_ERROR_COUNTERS,
-    INFO_METRICS,
-    RESOURCE_GAUGES,
-    THROTTLE_NAMES,
-    V1_NAMES,
-)
-from hpctui.validate import (
+from hpctui.model.validate import (
     BITMASK,
     BYTE_RATE,
     BYTES,
@@ -54,13 +42,25 @@ from hpctui.validate import (
     ib_rate_ok,
     is_node_name,
 )
+from hpctui.sources.prometheus.client import Sample
+from hpctui.sources.prometheus.queries import (
+    FS_GAUGES,
+    GPU_GAUGES,
+    GPU_SPARSE,
+    IB_COUNTERS,
+    IB_ERROR_COUNTERS,
+    INFO_METRICS,
+    RESOURCE_GAUGES,
+    THROTTLE_NAMES,
+    V1_NAMES,
+)
 
 IB_STATE = {1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 IB_PHYS = {1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining", 5: "LinkUp",
            6: "LinkErrorRecovery", 7: "Phy Test"}
 MIB = 1024.0 * 1024.0
 
-# The plausible range of every field a handler fills (hpctui.validate), and the metric it is named
+# The plausible range of every field a handler fills (hpctui.model.validate), and the metric it is named
 # by in a warning. A value outside is N/A plus one line in the source's warnings.
 FIELD_BOUNDS: dict[str, Bounds] = {
     "util": PERCENT, "mem_util": PERCENT, "temp": TEMP_C, "hbm_temp": TEMP_C, "fb_used": MEMORY_MIB,
@@ -138,7 +138,7 @@ class NodeNamer:
                 candidate = clean_text(candidate.strip())
                 if candidate and self.to_cluster is not None:
                     candidate = self.to_cluster(candidate)
-                if candidate and not is_node_name(candidate):  # the one node-name rule (hpctui.validate)
+                if candidate and not is_node_name(candidate):  # the one node-name rule (hpctui.model.validate)
                     self.bad[key] = candidate
                 elif candidate:
                     name = candidate

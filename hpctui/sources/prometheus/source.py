@@ -18,38 +18,17 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from hpctui.model import Event, Gpu, IbPort, Mount, NodeResources, SourceResult, xid_severity
 from hpctui.model.gpu import XID_MEANING
+from hpctui.model.history import MetricHistory
+from hpctui.model.names import NodeNameMap
 from hpctui.sources.prometheus.client import PromClient, PromError, QueryResult, number
 from hpctui.sources.prometheus.parse import Collector, NodeNamer
 from hpctui.sources.prometheus.queries import HISTORY_METRICS, Family, families, history_expr, identity_family
 from hpctui.sources.prometheus.settings import PrometheusSettings
-from hpctui.store import NodeNameMap
 
 PARTS = ("gpus", "ib", "mounts", "resources")
-
-
-@dataclass(frozen=True)
-class MetricHistory:
-    """A range-query answer for the node panel's chart, with the window it covers."""
-
-    node: str
-    metric: str
-    gpu: int | None
-    start: float
-    end: float
-    step_s: float
-    points: list[tuple[float, float]] = field(default_factory=list)
-    source: str = "prometheus"
-
-    @property
-    def window_text(self) -> str:
-        span = self.end - self.start
-        unit = f"{span / 3600:g}h" if span >= 3600 else f"{span / 60:g}m"
-        what = f"GPU {self.gpu} " if self.gpu is not None else ""
-        return f"{what}{self.metric}, last {unit} (step {self.step_s:g}s) from {self.source}"
 
 
 class PrometheusSource:

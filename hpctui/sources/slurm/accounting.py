@@ -22,11 +22,9 @@ import shlex
 from collections.abc import Callable
 from typing import TypeVar
 
-import msgspec
-
+from hpctui.model.accounting import AccountingInfo, Association, FairShare, QosLimits
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import looks_unreachable
-from hpctui.sources.slurm.parse import Association, FairShare, QosLimits
 from hpctui.sources.slurm.runner import CommandError, Runner, RunResult
 
 R = TypeVar("R")
@@ -43,24 +41,6 @@ _NOT_SLURMDBD = "not running a supported accounting_storage plugin"
 _DB_DOWN = ("problem talking to the database", "unable to connect to database", "persistinit", "timed out")
 
 ABSENT = "accounting is not enabled on this cluster (AccountingStorageType is not accounting_storage/slurmdbd)"
-
-
-class AccountingInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """Fair-share rows, QoS limits and associations for one user and/or account."""
-
-    available: bool
-    user: str | None = None
-    account: str | None = None
-    fairshare: list[FairShare] = msgspec.field(default_factory=list)  # sshare tree order
-    qos: list[QosLimits] = msgspec.field(default_factory=list)  # every QoS of the cluster
-    associations: list[Association] = msgspec.field(default_factory=list)  # only with user/account
-    detail: str | None = None  # why unavailable, or what part is missing
-    notes: list[str] = msgspec.field(default_factory=list)  # e.g. "read with the CLI (backend is rest)"
-    commands: list[str] = msgspec.field(default_factory=list)  # what ran, shell-quoted
-    duration_s: float = 0.0
-
-    def qos_named(self, name: str) -> QosLimits | None:
-        return next((q for q in self.qos if q.name == name), None)
 
 
 def check_name(value: str | None, what: str) -> str | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hpctui.actions.base import JOB_ACTIONS, NODE_ACTIONS, ActionKind, reason_problem
-from hpctui.correlate import workload_index
+from hpctui.findings.correlate import workload_index
 from hpctui.model import ClusterSnapshot, SlurmJob
+from hpctui.model.action import JOB_ACTIONS, NODE_ACTIONS, ActionKind, reason_problem
 from hpctui.model.hostlist import HostlistError, expand
 
 SLURM_NODE_KINDS = frozenset({
@@ -57,7 +57,7 @@ def jobs_on_nodes(snapshot: ClusterSnapshot, nodes: set[str]) -> list[SlurmJob]:
 
 
 def _clean_text(value: str, what: str, errors: list[str]) -> None:
-    problem = reason_problem(value)  # the one rule of hpctui.actions.base, for every backend
+    problem = reason_problem(value)  # the one rule of hpctui.model.action, for every backend
     if problem:
         errors.append(problem.replace("reason", what, 1))
 

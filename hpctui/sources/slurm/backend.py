@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
-from hpctui.validate import Drops
+from hpctui.model.action import ActionKind, TargetResult
+from hpctui.model.validate import Drops
 
 T = TypeVar("T")
 

@@ -16,10 +16,10 @@ import shlex
 from collections.abc import Callable
 from typing import TypeVar
 
-from hpctui.actions.base import ActionKind, TargetResult
+from hpctui.base.sanitize import clean_text, decode_output
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
+from hpctui.model.action import ActionKind, TargetResult
 from hpctui.model.hostlist import collect as collect_hostlist
-from hpctui.sanitize import clean_text, decode_output
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_JOB_KINDS, SLURM_KINDS, SLURM_NODE_KINDS, admin_argvs

@@ -18,8 +18,8 @@ import re
 from types import ModuleType
 from typing import Any
 
-from hpctui.actions.base import ActionKind, TargetResult
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
+from hpctui.model.action import ActionKind, TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable

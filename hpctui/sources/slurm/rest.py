@@ -22,9 +22,9 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 import msgspec
 
-from hpctui.actions.base import ActionKind, TargetResult
+from hpctui.base.sanitize import redact_url
 from hpctui.model import ControllerHealth, SlurmPartition
-from hpctui.sanitize import redact_url
+from hpctui.model.action import ActionKind, TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.bounded import (
     MIB,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 
 STREAM_PIECE = 1 << 20  # what Runner.stream hands to its consumer at a time
 

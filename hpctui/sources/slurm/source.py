@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from hpctui.actions.base import ActionKind, ActionPlan, TargetResult
 from hpctui.model import ClusterSnapshot, SourceResult
+from hpctui.model.action import ActionKind, ActionPlan, TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.accounting import AccountingInfo, query_accounting
 from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, SLURM_KINDS, admin_params, check

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from hpctui.actions.base import TargetResult
+from hpctui.model.action import TargetResult
 from hpctui.sources.base import SourceError
 from hpctui.sources.slurm.actions import parse_array_target
 from hpctui.sources.slurm.parse import LIVE_JOB_STATES

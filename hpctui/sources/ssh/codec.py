@@ -1,4 +1,4 @@
-"""The real probe as the SSH transport runs it: hpctui.probes' POSIX ``sh`` loop as the
+"""The real probe as the SSH transport runs it: hpctui.sources.ssh.probe' POSIX ``sh`` loop as the
 remote command, its RecordSplitter per stream and parse_record per record.
 
 A reading's ``None`` part means "not in this record" (a slow section, a late probe): the
@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from hpctui.probes.record import ProbeReading, ProbeState, RecordSplitter, parse_record
-from hpctui.probes.script import build_probe_script, remote_command
+from hpctui.sources.ssh.probe.record import ProbeReading, ProbeState, RecordSplitter, parse_record
+from hpctui.sources.ssh.probe.script import build_probe_script, remote_command
 from hpctui.sources.ssh.settings import SshSettings
 
 PARTS = ("gpus", "ib", "mounts", "services", "resources", "nvswitches")

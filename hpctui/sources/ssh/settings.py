@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from hpctui.probes.script import ProbeOptions
+from hpctui.sources.ssh.probe.script import ProbeOptions
 
 if TYPE_CHECKING:
     from hpctui.sources.registry import SourceContext
@@ -45,7 +45,7 @@ class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backoff_initial_s: float = 5.0  # first retry delay of an unreachable node, doubled per failure
     backoff_max_s: float = 300.0
     keepalive_s: float = 30.0  # SSH keepalive on each connection (0: off)
-    # what the node-side loop collects: [clusters.NAME.sources.probe] (hpctui.probes.ProbeOptions:
+    # what the node-side loop collects: [clusters.NAME.sources.probe] (hpctui.sources.ssh.probe.ProbeOptions:
     # probe_timeout_s, mount_timeout_s, slow_mount_ms, expected_mounts, service_names, ...);
     # its interval is this source's interval_s
     probe: ProbeOptions = msgspec.field(default_factory=ProbeOptions)

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model import SourceResult
 from hpctui.model.probe import ProbeStatus
-from hpctui.sanitize import clean_text
 from hpctui.sources.ssh.pool import SshPool, raise_nofile_limit
 from hpctui.sources.ssh.settings import SshSettings
 from hpctui.sources.ssh.stream import NodeRunner, ProbeCodec

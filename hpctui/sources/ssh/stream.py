@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import asyncssh
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 from hpctui.sources.ssh.pool import SshPool, describe_error
 from hpctui.sources.ssh.targets import Target
 

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from hpctui.actions.audit_view import TAIL_BYTES, AuditEntry, AuditFilter, load_tail, truncate
-from hpctui.actions.base import NODE_ACTIONS
+from hpctui.model.action import NODE_ACTIONS
 from hpctui.model.hostlist import collect
 from hpctui.ui.fmt import NA_TEXT, utc
 from hpctui.ui.screens.tableview import TableViewScreen
@@ -28,7 +28,7 @@ from hpctui.ui.widgets.vtable import Column, VirtualTable
 
 if TYPE_CHECKING:
     from hpctui.actions.audit import AuditLog
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 _NODE_ACTIONS = frozenset(k.value for k in NODE_ACTIONS)
 RESULT_VAR = {"ok": "success", "failed": "error", "interrupted": "warning", "refused": "warning"}

@@ -1,7 +1,7 @@
 """History charts of one node: per GPU utilisation, temperature, power and memory, and per
 InfiniBand port throughput and link errors, one line per GPU/port, over 5 minutes or 1 hour.
 
-Data: the store's per-GPU rings (:class:`hpctui.gpu_history.SeriesHistory`), or range queries
+Data: the store's per-GPU rings (:class:`hpctui.core.series_history.SeriesHistory`), or range queries
 when a metrics source (Prometheus) offers ``history``. Drawn with plotext (textual-plotext):
 real axes with units, a legend, the x axis in minutes before now.
 """
@@ -20,9 +20,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from hpctui.gpu_history import GPU_METRICS, GPU_TITLES, GPU_UNITS, IB_UNITS, Series
+from hpctui.core.runtime import Runtime
+from hpctui.core.series_history import GPU_METRICS, GPU_TITLES, GPU_UNITS, IB_UNITS, Series
 from hpctui.model import ClusterSnapshot
-from hpctui.runtime import Runtime
 from hpctui.ui.widgets.footer import KeyBar
 
 WINDOWS = (300.0, 3600.0)  # seconds: 5 min, 1 h

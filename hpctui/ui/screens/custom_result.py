@@ -23,13 +23,13 @@ from textual.widgets import Button, Input, Label, Static
 
 from hpctui.actions.custom import CustomPlan, CustomRun
 from hpctui.actions.fold import NO_OUTPUT, NodeOutput, exit_codes, failures, fold, label_set, summary
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 from hpctui.ui.keys import custom_key_specs
 from hpctui.ui.widgets.footer import KeyBar
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 MAX_PREVIEW = 40  # argv lines shown in the preview (grouped by identical argv)
 THREAD_ABOVE = 512  # runs: fold in a worker thread above this many

@@ -20,8 +20,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
+from hpctui.core.runtime import Runtime
 from hpctui.model import ClusterSnapshot, Gpu, Part, Pod, SlurmJob
-from hpctui.runtime import Runtime
 from hpctui.ui.breadcrumb import Breadcrumb
 from hpctui.ui.fmt import k8s_queue_summary
 from hpctui.ui.keys import LAYOUT_KEYS, STACK_KEYS, bindings
@@ -36,7 +36,7 @@ from hpctui.ui.widgets.gpu_panel import GpuPanel
 from hpctui.ui.widgets.heatmap import NodeHeatmap
 from hpctui.ui.widgets.heatmap_pane import HeatmapPane
 from hpctui.ui.widgets.panes import ScopedPane, TablePane, ib_node_rows, mount_node_rows
-from hpctui.ui.widgets.problems import ProblemsPane, next_problem_node
+from hpctui.ui.widgets.problems import ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, controller_summary, part_status, status_content
 from hpctui.ui.widgets.tabbar import TAB_NAMES, TabBar
 from hpctui.ui.widgets.tables import (
@@ -469,7 +469,7 @@ class DashboardScreen(Screen[None]):
         return True
 
     def next_problem(self, step: int) -> None:
-        node = next_problem_node(self.problems_pane.nodes, self.heatmap.cursor_node, step)
+        node = self.problems_pane.walk.next(self.problems_pane.nodes, self.heatmap.cursor_node, step)
         if node is None:
             self.notify("no problems of warning or worse", timeout=2)
             return

@@ -22,7 +22,7 @@ from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable
 
 if TYPE_CHECKING:
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 NO_REASON = "(no reason)"
 CORDONED = "cordoned (unschedulable)"

@@ -16,11 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 
-from hpctui.correlate import workload_index
-from hpctui.findings import findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.core.runtime import Runtime
+from hpctui.findings.correlate import workload_index
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Severity
-from hpctui.runtime import Runtime
 from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.panes import TablePane
 from hpctui.ui.widgets.tables import SEVERITY_VAR

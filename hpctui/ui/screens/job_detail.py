@@ -15,14 +15,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from hpctui.model import SlurmJob
-from hpctui.sources.slurm.accounting import AccountingInfo
-from hpctui.sources.slurm.parse.reasons import explain_pending_reason
+from hpctui.model.accounting import AccountingInfo
+from hpctui.model.pending_reasons import explain_pending_reason
 from hpctui.ui.fmt import NA_TEXT, age, num, utc, yes_no
 from hpctui.ui.keys import JOB_ACTION_KEYS, TRIAGE_KEYS, app_bindings, bindings
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 
 def _when(t: float | None, now: float) -> str:
@@ -141,7 +141,7 @@ class JobDetailScreen(ModalScreen[None]):
 
     def action_request_action(self, kind: str) -> None:
         """Job actions from the detail view: the same dialog (preview, confirmation, audit)."""
-        from hpctui.actions.base import ActionKind
+        from hpctui.model.action import ActionKind
         from hpctui.ui.messages import ActionRequested
 
         self.app.post_message(ActionRequested(ActionKind(kind), (self.job.display_id,)))

@@ -20,14 +20,14 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from hpctui.actions.mig import MigWorkflow, Status, Step
-from hpctui.actions.mig_layouts import LayoutError, available, family, resolve
+from hpctui.base.errors import describe_error
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import collect
-from hpctui.poller import describe_error
-from hpctui.sanitize import clean_text
+from hpctui.model.mig_layouts import LayoutError, available, family, resolve
 
 if TYPE_CHECKING:
+    from hpctui.core.runtime import Runtime
     from hpctui.model import ClusterSnapshot
-    from hpctui.runtime import Runtime
 
 MARK = {Status.PENDING: ("[ ]", ""), Status.RUNNING: ("[…]", "bold"), Status.OK: ("[✓]", "green"),
         Status.WARN: ("[!]", "yellow"), Status.FAILED: ("[✗]", "bold red"), Status.SKIPPED: ("[-]", "dim"),

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
-from hpctui.actions.base import ActionKind
 from hpctui.model import ClusterSnapshot, SlurmNodeInfo, SlurmPartition
+from hpctui.model.action import ActionKind
 from hpctui.ui.fmt import NA_TEXT, pair, squeue_duration
 from hpctui.ui.messages import ActionRequested
 from hpctui.ui.screens.tableview import TableViewScreen
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 if TYPE_CHECKING:
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 _BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 STATE_VAR = {"UP": "success", "DOWN": "error", "INACTIVE": "error", "DRAIN": "warning"}
@@ -73,12 +73,15 @@ def partition_rows(snapshot: ClusterSnapshot) -> list[PartitionRow]:
     declared: dict[str, SlurmPartition] = {p.name: p for p in snapshot.partitions}
     members: dict[str, list[SlurmNodeInfo]] = {name: [] for name in declared}
     names_in: dict[str, list[str]] = {name: [] for name in declared}
+    gpu_counts: dict[str, list[tuple[int | None, int | None]]] = {name: [] for name in declared}
     for node in snapshot.nodes.values():
         if node.slurm is None:
             continue
+        counted = physical_gpus(snapshot, node.name, node.slurm)
         for part in node.slurm.partitions:
             members.setdefault(part, []).append(node.slurm)
             names_in.setdefault(part, []).append(node.name)
+            gpu_counts.setdefault(part, []).append(counted)
     running: dict[str, int] = {}
     pending: dict[str, int] = {}
     for job in snapshot.jobs:
@@ -93,8 +96,8 @@ def partition_rows(snapshot: ClusterSnapshot) -> list[PartitionRow]:
         counts = {"down": 0, "drained": 0, "alloc": 0, "idle": 0, "other": 0}
         for info in infos:
             counts[node_bucket(info)] += 1
-        totals = [i.gpus_total for i in infos if i.gpus_total is not None]
-        used = [i.gpus_alloc for i in infos if i.gpus_alloc is not None]
+        totals = [total for total, _ in gpu_counts.get(name, ()) if total is not None]
+        used = [busy for _, busy in gpu_counts.get(name, ()) if busy is not None]
         p = declared.get(name)
         nodelist = (p.nodes if p is not None and p.nodes else None) or _fold(names_in[name])
         rows.append(PartitionRow(
@@ -107,6 +110,18 @@ def partition_rows(snapshot: ClusterSnapshot) -> list[PartitionRow]:
             nodelist=nodelist,
         ))
     return rows
+
+
+def physical_gpus(snapshot: ClusterSnapshot, name: str, info: SlurmNodeInfo) -> tuple[int | None, int | None]:
+    """(GPUs, GPUs in use) of one node, counting physical GPUs: Slurm counts each MIG slice of a
+    MIG node as a GPU of its own (``gpu:3g.40gb:8,gpu:1g.10gb:16``); where the node's GPU readings
+    show MIG on, its physical GPUs are the readings, and one is in use while any of its slices is
+    busy (a process, or an active engine): Slurm's slice allocation names no physical GPU."""
+    readings = snapshot.gpus.get(name, ())
+    if info.gpus_total is None or not any(g.mig_mode_current for g in readings):
+        return info.gpus_total, info.gpus_alloc
+    busy = sum(1 for g in readings if g.processes or any((m.engine_active or 0.0) > 0.0 for m in g.mig_instances))
+    return len(readings), busy
 
 
 def _fold(names: list[str]) -> str:

@@ -13,12 +13,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model import Pod
-from hpctui.sanitize import clean_text
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 
 if TYPE_CHECKING:
-    from hpctui.runtime import Runtime
+    from hpctui.core.runtime import Runtime
 
 
 class PodDetailScreen(ModalScreen[None]):

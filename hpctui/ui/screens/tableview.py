@@ -20,8 +20,8 @@ from hpctui.ui.widgets.footer import KeyBar
 from hpctui.ui.widgets.vtable import VirtualTable
 
 if TYPE_CHECKING:
+    from hpctui.core.runtime import Runtime
     from hpctui.model import ClusterSnapshot
-    from hpctui.runtime import Runtime
 
 THREAD_ABOVE = 2048  # nodes: above this, views that can build their rows off the UI thread do (as :gpus)
 

@@ -3,7 +3,14 @@
 Counts in large digits (nodes down, nodes drained, GPUs in error, jobs pending), the clock and
 the data's age always on screen, and one big view at a time, rotating every ``rotate_s``
 seconds (config ``[wall]``): the heatmap next to the worst problem node, the problem list,
-the queue, the event timeline. Nothing on it takes focus and no key is shown: the app
+the queue, the event timeline.
+
+The heatmap view fills the screen: the heatmap's cells are as big as the node count and the
+screen allow (up to 12×3, down to one character at thousands of nodes: :func:`wall_heat_layout`),
+the worst node's reason and next step sit on a line of their own that wraps rather than cuts,
+and the problem list under it shows every finding when they fit, else one row per problem node,
+every one of them, or as many as fit and a last row "+N more" with their counts by kind
+(:func:`fit_problem_rows`). Nothing on it takes focus and no key is shown: the app
 disables every binding but quit while the wall is up (see ``HpcApp.check_action``).
 
 Rotation and the clock follow ``runtime.clock`` (ticked once a second by a timer), so a test
@@ -13,6 +20,7 @@ with a fake clock can drive hours of it without waiting.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -21,23 +29,29 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Digits, Static
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Thresholds
+from hpctui.core.runtime import Runtime
+from hpctui.core.wall_settings import WallSettings
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Severity
-from hpctui.runtime import Runtime
 from hpctui.ui.fmt import age
-from hpctui.ui.wall_settings import WallSettings
 from hpctui.ui.widgets.borders import set_border_text
+from hpctui.ui.widgets.column_fit import TABLE_FITS
 from hpctui.ui.widgets.events import EventsPane
 from hpctui.ui.widgets.gpu_panel import GpuPanel
-from hpctui.ui.widgets.heatmap import NodeHeatmap
-from hpctui.ui.widgets.heatmap_pane import HeatmapPane
+from hpctui.ui.widgets.heatmap import NodeHeatmap, fit_cells
+from hpctui.ui.widgets.heatmap_pane import HeatmapPane, legend_content
 from hpctui.ui.widgets.panes import TablePane
-from hpctui.ui.widgets.problems import ProblemsPane
+from hpctui.ui.widgets.problems import SEVERITY_WORD, ProblemRow, ProblemsPane
 from hpctui.ui.widgets.status import StatusLine, status_content
 from hpctui.ui.widgets.tables import QueueTable, pod_table, pod_trouble_first
+from hpctui.ui.widgets.vtable import Fit
 
-WALL_CELL_WIDTH = 4  # the heatmap's smallest cell on the wall (it grows to 7 with labels when room allows)
+WALL_CELL_WIDTH = 1  # the heatmap's smallest cell on the wall: one character (thousands of nodes)
+WALL_MAX_CELL = (16, 5)  # and its biggest: a node name in a block five lines tall
+WALL_PROBLEM_FIT = {**TABLE_FITS["problems"], "what": Fit(99, 12, grow=1)}
+WALL_PANEL_MIN = 40  # the node panel's narrowest: what it gives up when the heatmap needs the width
+WALL_PROBLEM_LINES = 8  # the problem list keeps at least this many lines (header and borders included)
 VIEW_TITLES = {"heatmap": "Nodes", "problems": "Problems", "queue": "Slurm queue", "events": "Events",
                "pods": "K8s pods"}
 
@@ -108,12 +122,105 @@ class WallCount(Vertical):
         self.set_class(bool(value), "-nonzero")
 
 
+def wall_heat_layout(nodes: int, width: int, height: int, problem_nodes: int, legend_lines: int,
+                     worst_lines: int) -> tuple[int, int, int, bool]:
+    """How the wall's left column (``width`` × ``height``, borders included) is shared: the heatmap
+    pane's height, its cells' (width, height), and whether every node fits. The problem list gets
+    what the heatmap does not need, and at least its rows for every problem node (or
+    ``WALL_PROBLEM_LINES``), whichever is less, while the heatmap keeps a third of the height at
+    least; the heatmap takes the biggest cells that fit what is left (:func:`fit_cells`)."""
+    inner_w = max(1, width - 2 - 2)  # borders, the heatmap's scrollbar gutter
+    problems = min(max(WALL_PROBLEM_LINES, problem_nodes + 3), max(WALL_PROBLEM_LINES, height // 2))
+    budget = max(height // 3, height - problems - worst_lines - legend_lines - 2)  # a small wall: a third at least
+    cw, ch = fit_cells(nodes, lambda cols: -(-nodes // cols), inner_w, budget, min_width=WALL_CELL_WIDTH,
+                       max_width=WALL_MAX_CELL[0], max_height=WALL_MAX_CELL[1])
+    rows = -(-nodes // max(1, inner_w // cw)) if nodes else 1
+    return min(budget, rows * ch) + legend_lines + 2, cw, ch, rows * ch <= budget
+
+
+def kind_of(finding: Finding) -> str:
+    """``gpu``, ``ib``, ``mount``, ``node``, … (the object's kind): what "+N more" counts by."""
+    return finding.object.split("/", 1)[0]
+
+
+def node_rows(rows: Sequence[ProblemRow]) -> list[ProblemRow]:
+    """One row per problem node: its first (worst) row, saying how many more findings it has."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.node] = counts.get(r.node, 0) + 1
+    out = []
+    for r in rows:
+        if r.first:
+            more = counts[r.node] - 1
+            f = r.finding
+            if more:
+                f = Finding(severity=f.severity, object=f.object, code=f.code, message=f"{f.message} (+{more} more)")
+            out.append(ProblemRow(number=r.number, first=True, node=r.node, gpu=r.gpu, finding=f, since=r.since,
+                                  source=r.source))
+    return out
+
+
+def fit_problem_rows(rows: Sequence[ProblemRow], all_rows: Sequence[ProblemRow], lines: int) -> list[ProblemRow]:
+    """``rows`` (one per node) when they fit in ``lines``; else the first ``lines - 1`` and a last row
+    "+N more nodes: 3 ib, 2 gpu" counting the hidden nodes' findings (``all_rows``) by kind."""
+    if lines <= 0 or len(rows) <= lines:
+        return list(rows)
+    shown, hidden = list(rows[:lines - 1]), {r.node for r in rows[lines - 1:]}
+    kinds: dict[str, int] = {}
+    worst = Severity.WARNING
+    for r in all_rows:
+        if r.node in hidden:
+            kinds[kind_of(r.finding)] = kinds.get(kind_of(r.finding), 0) + 1
+            worst = max(worst, r.severity)
+    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    more = Finding(severity=worst, object="node/", code="more", message=f"+{len(hidden)} more nodes: {by_kind}")
+    shown.append(ProblemRow(number=0, first=False, node="", gpu=None, finding=more, since=rows[-1].since, source=""))
+    return shown
+
+
 class WallProblemsPane(ProblemsPane):
-    """The problem list without its key hints (nothing on the wall is actionable)."""
+    """The problem list without its key hints (nothing on the wall is actionable): every finding
+    when they fit, else one row per problem node, all of them or as many as fit and "+N more"
+    (see :func:`fit_problem_rows`)."""
+
+    def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
+        super().__init__(thresholds, id=id)
+        self.problems.column_fit = WALL_PROBLEM_FIT  # columns share the width; WHAT is the last to go
+        self._all: list[ProblemRow] = []
+        self._per_node: list[ProblemRow] = []
+
+    def set_rows(self, rows: Sequence[ProblemRow]) -> None:
+        self._all = list(rows)
+        self._per_node = node_rows(rows)
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Every finding when they all fit; else one row per node; else as many nodes as fit and "+N more"."""
+        lines = self.problems.size.height - 1 if self.problems.size.height else 0  # less the header line
+        if len(self._all) <= lines or not lines:
+            super().set_rows(self._all)
+            return
+        super().set_rows(fit_problem_rows(self._per_node, self._all, lines))
 
     def update_title(self, extra: str = "") -> None:
         n = len(self.nodes)
         super().update_title(extra or (f"{n} node{'s' if n != 1 else ''}" if n else "nothing of warning or worse"))
+
+
+def worst_content(node: str | None, findings: FindingsIndex, width: int = 0) -> Content:
+    """The worst node's worst finding and its next step, for the line that never cuts it; when
+    ``width`` is so narrow that the step would wrap past two lines, the reason alone."""
+    if node is None or not findings.node(node):
+        return Content.assemble(("No problem node", "bold $success"))
+    f = findings.node(node)[0]
+    colour = "$error" if f.severity >= Severity.ERROR else "$warning"
+    reason = Content.assemble((f"WORST {node}", f"bold {colour}"), " · ", (SEVERITY_WORD.get(f.severity, ""), colour),
+                              " ", (f.message, "bold"))
+    full = Content.assemble(reason, ("  → ", "$text-muted"), (f.action, "$foreground"))
+    return full if width <= 0 or len(full.wrap(width)) <= 2 else reason
 
 
 class WallScreen(Screen[None]):
@@ -136,7 +243,8 @@ class WallScreen(Screen[None]):
     WallScreen #wall-heatmap-view { height: 1fr; }
     WallScreen #wall-heatmap-left { width: 2fr; }
     WallScreen #wall-heatmap-left HeatmapPane { height: 3fr; }
-    WallScreen #wall-heatmap-left ProblemsPane { height: 2fr; }
+    WallScreen #wall-heatmap-left ProblemsPane { height: 1fr; }
+    WallScreen #wall-worst { height: auto; padding: 0 1; background: $surface; }
     WallScreen #wall-heatmap-view GpuPanel { width: 1fr; min-width: 40; }
     WallScreen #wall-views TablePane { height: 1fr; }
     WallScreen #wall-views HeatmapPane, WallScreen #wall-views GpuPanel, WallScreen #wall-views TablePane {
@@ -157,8 +265,11 @@ class WallScreen(Screen[None]):
         self._pods_in: object = None
         self._panel_title = ""
         self._age_shown: tuple[str, bool] | None = None
+        self._heat_fit: tuple[object, ...] | None = None
+        self._worst_shown: Content | None = None
         thresholds: Thresholds = runtime.thresholds
-        self.heatmap = NodeHeatmap(thresholds, cell_width=WALL_CELL_WIDTH, actions_enabled=False, id="wall-heatmap")
+        self.heatmap = NodeHeatmap(thresholds, cell_width=WALL_CELL_WIDTH, actions_enabled=False,
+                                   max_cell_width=WALL_MAX_CELL[0], max_cell_height=WALL_MAX_CELL[1], id="wall-heatmap")
         self.heatmap.can_focus = False
         self.gpu_panel = GpuPanel(id="wall-node")
         self.problems_pane = WallProblemsPane(thresholds, id="wall-problems")
@@ -181,8 +292,8 @@ class WallScreen(Screen[None]):
                 yield Static("", id="wall-age", markup=False)
         yield StatusLine("starting…", id="wall-status", markup=False)
         panes = {
-            "heatmap": Horizontal(Vertical(HeatmapPane(self.heatmap, id="wall-heatmap-pane"), self.top_problems,
-                                           id="wall-heatmap-left"),
+            "heatmap": Horizontal(Vertical(HeatmapPane(self.heatmap, id="wall-heatmap-pane"),
+                                           Static("", id="wall-worst"), self.top_problems, id="wall-heatmap-left"),
                                   self.gpu_panel, id="wall-heatmap-view"),
             "problems": self.problems_pane, "queue": self.queue_pane, "events": self.events_pane,
             "pods": self.pods_pane,
@@ -266,7 +377,12 @@ class WallScreen(Screen[None]):
             widget.show(getattr(counts, name))
         self.worst = worst_node(findings)
         if "heatmap" in self.views:
+            worst = worst_content(self.worst, findings, self.query_one("#wall-heatmap-left").size.width - 2)
+            if worst != self._worst_shown:
+                self._worst_shown = worst
+                self.query_one("#wall-worst", Static).update(worst)
             self.heatmap.update_snapshot(snapshot)
+            self._fit_heatmap(findings)
             self.query_one(HeatmapPane).update_title()
             if self.worst is not None:
                 self.heatmap.select(self.worst)
@@ -280,6 +396,38 @@ class WallScreen(Screen[None]):
             self.problems_pane.show(snapshot)
         self._show_tables(snapshot)
         self._show_status(self.runtime.clock())
+
+    def on_resize(self) -> None:
+        if self.snapshot is not None and "heatmap" in self.views:
+            self._fit_heatmap(findings_for(self.snapshot, self.runtime.thresholds))
+
+    def _fit_heatmap(self, findings: FindingsIndex) -> None:
+        """Share the left column between the heatmap and the problem list (wall_heat_layout); when
+        the nodes do not fit in its usual two thirds of the width, the node panel narrows to
+        WALL_PANEL_MIN and the heatmap takes the rest."""
+        left = self.query_one("#wall-heatmap-left")
+        view = self.query_one("#wall-heatmap-view")
+        view_w, height = view.size.width, view.size.height
+        if not view_w or not height:
+            return
+        problem_nodes = sum(1 for n in findings.by_node if findings.severity(n) >= Severity.WARNING)
+        worst = self.query_one("#wall-worst", Static)
+        key = (view_w, height, len(self.heatmap.names), problem_nodes, self._worst_shown)
+        if key == self._heat_fit:
+            return
+        self._heat_fit = key
+        usual = min(view_w * 2 // 3, view_w - WALL_PANEL_MIN)  # the CSS's 2fr : 1fr, the panel's min-width
+        for width in (usual, view_w - WALL_PANEL_MIN):
+            worst_lines = len(self._worst_shown.wrap(max(1, width - 2))) if self._worst_shown else 1  # padding
+            legend = str(legend_content(self.heatmap.metric, self.heatmap.thresholds, self.heatmap.palette_name,
+                                        max(1, width - 2))).count("\n") + 1
+            pane_h, _, _, fits = wall_heat_layout(len(self.heatmap.names), width, height, problem_nodes, legend,
+                                                  worst_lines)
+            if fits:
+                break
+        left.styles.width = "2fr" if width == usual else width
+        self.query_one("#wall-heatmap-pane", HeatmapPane).styles.height = pane_h
+        worst.styles.height = worst_lines
 
     def _show_tables(self, snapshot: ClusterSnapshot) -> None:
         """The queue, pod and event tables: only the one on screen (the next view catches up when shown)."""
@@ -295,4 +443,4 @@ class WallScreen(Screen[None]):
         self._show_status(self.runtime.clock())
 
 
-__all__ = ["WallCounts", "WallScreen", "wall_counts", "worst_node"]
+__all__ = ["WallCounts", "WallScreen", "fit_problem_rows", "node_rows", "wall_counts", "wall_heat_layout", "worst_node"]

@@ -1,12 +1,18 @@
 """The Events view: the store's events (Xid, state changes, K8s warnings, link and mount
 changes) and the actions taken (live, plus earlier ones from the audit trail) as one
 timeline, newest first. ``a`` toggles the selected node / all nodes; ``/`` filters (a
-job id, a node, a word); ``enter`` selects the event's node."""
+job id, a node, a word); ``enter`` selects the event's node.
+
+Repeats are coalesced (:func:`coalesce`): an ECC count that climbs every poll or a port that
+goes down and up again is one row per object and kind of message, with how many times and
+from when to when, instead of one row each."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from textual.binding import Binding
@@ -41,25 +47,85 @@ def clock_time(t: float) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.gmtime(t))
 
 
+COALESCE_GAP_S = 3600.0  # a repeat this long after the previous one starts a new row
+NO_COALESCE = frozenset({"action", "audit"})  # every admin action keeps its own row
+
+
+class EventRun(Event, frozen=True, kw_only=True, gc=False):
+    """Repeats of one event coalesced into a row: ``time`` and ``message`` are the newest one's,
+    ``severity`` the worst, ``first`` the oldest one's time, ``count`` how many there were."""
+
+    first: float
+    count: int
+    kind: str  # the message with its numbers blanked: what the repeats have in common
+
+
+@lru_cache(maxsize=8192)
+def message_kind(message: str) -> str:
+    """``uncorrectable ECC errors: 7 (volatile)`` → ``uncorrectable ECC errors: # (volatile)``."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", message)
+
+
+def coalesce(events: Sequence[Event], gap_s: float = COALESCE_GAP_S) -> list[Event]:
+    """``events`` (newest first) with repeats folded: events of one source and object whose
+    messages differ only in their numbers, each within ``gap_s`` of the next, become one
+    :class:`EventRun`. Admin actions are never folded. Newest first, like the input."""
+    out: list[Event] = []
+    runs: dict[tuple[str, str, str], int] = {}  # key -> index in out of its open (oldest so far) run
+    for e in events:
+        if e.source in NO_COALESCE:
+            out.append(e)
+            continue
+        key = (e.source, e.object, message_kind(e.message))
+        i = runs.get(key)
+        if i is not None:
+            run = out[i]
+            oldest = run.first if isinstance(run, EventRun) else run.time
+            if oldest - e.time <= gap_s:
+                count = run.count + 1 if isinstance(run, EventRun) else 2
+                out[i] = EventRun(time=run.time, source=run.source, object=run.object,
+                                  severity=max(run.severity, e.severity), message=run.message,
+                                  first=e.time, count=count, kind=key[2])
+                continue
+        runs[key] = len(out)
+        out.append(e)
+    return out
+
+
+def event_message(event: Event) -> str:
+    """The message, after ``×N HH:MM:SS–HH:MM:SS ·`` for a coalesced run."""
+    if isinstance(event, EventRun):
+        span = f"{clock_time(event.first)[6:]}–{clock_time(event.time)[6:]}"
+        return f"×{event.count} {span} · {event.message}"
+    return event.message
+
+
+def event_key(event: Event) -> str:
+    """A row's identity: a run keeps its key while it grows (the cursor stays on it)."""
+    if isinstance(event, EventRun):
+        return f"{event.first}|{event.source}|{event.object}|{event.kind}"
+    return f"{event.time}|{event.object}|{event.message}"
+
+
 EVENT_COLUMNS: list[Column[Event]] = [
     Column("time", "TIME (UTC)", 14, lambda e: clock_time(e.time), lambda e: e.time),
     Column("severity", "SEV", 5, lambda e: SEVERITY_WORD.get(e.severity, "?"), lambda e: -e.severity,
            style=lambda e: SEVERITY_VAR[e.severity]),
     Column("source", "SOURCE", 6, lambda e: e.source, lambda e: e.source),
     Column("object", "OBJECT", 24, lambda e: e.object, lambda e: e.object),
-    Column("message", "MESSAGE", 80, lambda e: e.message, lambda e: e.message),
+    Column("message", "MESSAGE", 80, event_message, lambda e: e.message),
 ]
 
 
 def _search(event: Event) -> str:
-    return f"{event.source} {event.object} {event.message} {SEVERITY_WORD.get(event.severity, '')}"
+    return f"{event.source} {event.object} {event_message(event)} {SEVERITY_WORD.get(event.severity, '')}"
 
 
 class EventsTable(VirtualTable[Event]):
     BINDINGS = [Binding("enter", "select_node", "Select node")]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(EVENT_COLUMNS, row_key=lambda e: f"{e.time}|{e.object}|{e.message}", search_text=_search,
+        super().__init__(EVENT_COLUMNS, row_key=event_key, search_text=_search,
                          row_style=lambda e: SEVERITY_VAR[e.severity] if e.severity >= Severity.WARNING else None,
                          row_nodes=event_nodes, id=id)
 
@@ -100,4 +166,4 @@ class EventsPane(ScopedPane[Event]):
         if node is not None:
             events = [e for e in events if node in event_nodes(e)]
         events.sort(key=lambda e: e.time, reverse=True)
-        return events
+        return coalesce(events)

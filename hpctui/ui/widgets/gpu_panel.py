@@ -15,9 +15,9 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widgets import Label, Static
 
-from hpctui.correlate import workload_index
-from hpctui.findings import findings_for
-from hpctui.health import Thresholds
+from hpctui.findings.correlate import workload_index
+from hpctui.findings.health import Thresholds
+from hpctui.findings.index import findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Node
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no

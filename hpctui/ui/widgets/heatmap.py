@@ -10,6 +10,7 @@ theme changes. Values are kept as ``bytes`` so drawing never touches the model.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from functools import partial
 
 from rich.segment import Segment
@@ -24,9 +25,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.theme import Theme
 
-from hpctui.actions.base import JOB_ACTIONS, ActionKind
-from hpctui.health import Thresholds
+from hpctui.core.heatmap_settings import GROUP_ORDER, HeatmapSettings
+from hpctui.findings.health import Thresholds
 from hpctui.model import ClusterSnapshot
+from hpctui.model.action import JOB_ACTIONS, ActionKind
 from hpctui.model.hostlist import collect
 from hpctui.ui.heat import (
     GLYPH_NONE,
@@ -43,7 +45,6 @@ from hpctui.ui.heat import (
     level_vars,
     node_names,
 )
-from hpctui.ui.heatmap_settings import GROUP_ORDER, HeatmapSettings
 from hpctui.ui.keys import (
     HEATMAP_KEYS,
     HEATMAP_VIEW_KEYS,
@@ -69,6 +70,26 @@ _NAV: list[BindingType] = [
 
 MAX_CELL_WIDTH = 7
 LABEL_MIN_WIDTH = 5
+
+
+def fit_cells(nodes: int, rows_needed: Callable[[int], int], width: int, height: int, *, min_width: int = 1,
+              max_width: int = MAX_CELL_WIDTH, max_height: int = 1) -> tuple[int, int]:
+    """The biggest cell (width, height in lines) that still fits every node in ``width`` × ``height``:
+    the largest area, then the wider; a cell is never taller than half its width (terminal cells
+    are about twice as tall as wide). ``rows_needed(cols)``: cell rows for that many columns.
+    Nothing fits: the smallest cell (the heatmap scrolls)."""
+    best = (min_width, 1)
+    if nodes == 0 or height <= 0:
+        return best
+    best_key = (0, 0)
+    for h in range(1, max(1, max_height) + 1):
+        for w in range(max(min_width, 2 * h - 1 if h > 1 else 1), max_width + 1):
+            cols = width // w
+            if cols == 0:
+                break
+            if rows_needed(cols) * h <= height and (w * h, w) > best_key:
+                best, best_key = (w, h), (w * h, w)
+    return best
 
 
 class NodeHeatmap(ScrollView, can_focus=True):
@@ -107,12 +128,16 @@ class NodeHeatmap(ScrollView, can_focus=True):
 
     def __init__(self, thresholds: Thresholds | None = None, *, cell_width: int = 2,
                  actions_enabled: bool = True, settings: HeatmapSettings | None = None,
+                 max_cell_width: int = MAX_CELL_WIDTH, max_cell_height: int = 1,
                  id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         settings = settings or HeatmapSettings()
         self.group_by: str = settings.group_by
         self.palette_name: str = settings.palette
-        self.problems_first = settings.problems_first
+        # problems first: always, never, or (None in the settings) while not every node fits, so
+        # the problem nodes are on screen at any size without scrolling
+        self.auto_problems_first = settings.problems_first is None
+        self.problems_first = bool(settings.problems_first)
         self.rack_of = settings.rack_of()
         self.zoom: str | None = None  # the group shown alone (larger cells), or None
         # (label, start, end) over self.names; one unlabelled group when not grouping
@@ -122,7 +147,10 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._total_rows = 0
         self.thresholds = thresholds or Thresholds()
         self.min_cell_width = max(1, cell_width)
-        self.cell_width = self.min_cell_width  # grows when few nodes leave room (see _fit_cell_width)
+        self.cell_width = self.min_cell_width  # grows when few nodes leave room (see fit_cells)
+        self.max_cell_width = max(self.min_cell_width, max_cell_width)
+        self.max_cell_height = max(1, max_cell_height)  # >1: cells several lines tall (the wall)
+        self.cell_height = 1
         self.actions_enabled = actions_enabled
         self.metric = Metric.HEALTH
         self.names: list[str] = []
@@ -168,14 +196,16 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def _arrange(self, snapshot: ClusterSnapshot) -> tuple[list[str], list[tuple[str, int, int]]]:
         """The node order and groups for the grouping, zoom and problems-first settings."""
         names = node_names(snapshot)
+        if self.auto_problems_first:  # decided before arranging: no second pass, no second worker
+            self.problems_first = self._overflows(len(names))
         if self.group_by == "none" and not self.problems_first:
             return names, [(NO_GROUP, 0, len(names))]
         severity: dict[str, int] | None = None
         if self.problems_first:
-            from hpctui.findings import findings_for
+            from hpctui.findings.index import findings_for
 
-            level = findings_for(snapshot, self.thresholds).severity
-            severity = {n: int(level(n)) for n in names}
+            # only the nodes with findings: at 16k nodes a dict of every node costs ~8 ms a snapshot
+            severity = {n: int(v) for n, v in findings_for(snapshot, self.thresholds).severities().items() if v}
         grouped = group_nodes(snapshot, names, self.group_by, self.rack_of, severity)
         if self.zoom is not None:
             grouped = [g for g in grouped if g[0] == self.zoom] or grouped
@@ -189,8 +219,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
         return out, groups
 
     def set_grouping(self, group_by: str | None = None, *, problems_first: bool | None = None,
-                     zoom: str | bool | None = False) -> None:
-        """Change grouping / problems-first / zoom (``zoom=False`` keeps it) and re-lay out."""
+                     zoom: str | bool | None = False, auto: bool = False) -> None:
+        """Change grouping / problems-first / zoom (``zoom=False`` keeps it) and re-lay out; a
+        problems-first choice not made ``auto`` (by the overflow rule) ends the automatic one."""
+        if problems_first is not None and not auto:
+            self.auto_problems_first = False
         if group_by is not None and group_by != self.group_by:
             self.group_by = group_by
             self.zoom = None
@@ -306,19 +339,27 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def columns(self) -> int:
         return self._cols
 
+    def _fit_cell(self, width: int, height: int) -> tuple[int, int]:
+        """The biggest cell that still fits every node on screen (:func:`fit_cells`), so a small
+        cluster gets big cells with node numbers, and 16k nodes get small ones. Cells are one line
+        tall while group labels are drawn."""
+        return fit_cells(len(self.names), self._rows_needed, width, height, min_width=self.min_cell_width,
+                         max_width=self.max_cell_width, max_height=1 if self.labelled else self.max_cell_height)
+
+    def _overflows(self, nodes: int) -> bool:
+        """Whether ``nodes`` cells (and the current groups' label rows) do not all fit on screen,
+        even with the smallest cell: the rule of the automatic problems-first order."""
+        region = self.scrollable_content_region
+        width, height = region.width or self.size.width, region.height or self.size.height
+        if width <= 0 or height <= 0 or not nodes:
+            return False
+        cols = max(1, width // self.min_cell_width)
+        labels = len(self.groups) if self.labelled else 0
+        return -(-nodes // cols) + labels > height
+
     def _fit_cell_width(self, width: int, height: int) -> int:
-        """The widest cell (up to MAX_CELL_WIDTH) that still fits every node on screen, so a
-        small cluster gets big cells with node numbers, and 16k nodes get 2-column cells."""
-        n = len(self.names)
-        best = self.min_cell_width
-        if n == 0 or height <= 0:
-            return best
-        for w in range(self.min_cell_width + 1, MAX_CELL_WIDTH + 1):
-            cols = width // w
-            if cols == 0 or self._rows_needed(cols) > height:
-                break
-            best = w
-        return best
+        """The width of :meth:`_fit_cell`'s cell."""
+        return self._fit_cell(width, height)[0]
 
     def _rows_needed(self, cols: int) -> int:
         label = 1 if self.labelled else 0
@@ -360,9 +401,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def _update_virtual_size(self) -> None:
         region = self.scrollable_content_region
         width = region.width or self.size.width
-        cell = self._fit_cell_width(width, region.height or self.size.height)
-        if cell != self.cell_width:
-            self.cell_width = cell
+        cell, cell_h = self._fit_cell(width, region.height or self.size.height)
+        if (cell, cell_h) != (self.cell_width, self.cell_height):
+            self.cell_width, self.cell_height = cell, cell_h
             self._segments.clear()
             self._lines.clear()
         cols = max(1, width // self.cell_width)
@@ -370,7 +411,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
             self._cols = cols
             self._lines.clear()
         self._relayout()
-        self.virtual_size = Size(self._cols * self.cell_width, self._total_rows)
+        self.virtual_size = Size(self._cols * self.cell_width, self._total_rows * self.cell_height)
+        if self.auto_problems_first and self.names and self._overflows(len(self.names)) != self.problems_first:
+            self.set_grouping(problems_first=not self.problems_first, auto=True)  # resized past the edge
 
     def on_resize(self, event: events.Resize) -> None:
         self._update_virtual_size()
@@ -431,9 +474,35 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.refresh()
 
     def _invalidate_index(self, index: int) -> None:
-        row = self.index_row(index)
-        self._lines.pop(row, None)
-        self.refresh_line(row)
+        h = self.cell_height
+        first = self.index_row(index) * h
+        for line in range(first, first + h):
+            self._lines.pop(line, None)
+            self.refresh_line(line)
+
+    def _build_line(self, line: int) -> Strip:
+        """One screen line: the whole cell row when cells are one line tall; else the middle line
+        of a cell carries its glyph and label, the others only its colour."""
+        h = self.cell_height
+        if h == 1:
+            return self._build_row(line)
+        row, sub = divmod(line, h)
+        if sub == h // 2:
+            return self._build_row(row)
+        cells = self.row_cells(row)
+        if not isinstance(cells, tuple) or len(self.levels) < cells[1]:
+            return Strip.blank(0)
+        start, end = cells
+        levels, cursor, blank = self.levels, self.cursor, self._blank_segment
+        return Strip([blank(levels[i], i == cursor) for i in range(start, end)], (end - start) * self.cell_width)
+
+    def _blank_segment(self, level: int, cursor: bool) -> Segment:
+        key = (level, -1, False, cursor, "")
+        segment = self._segments.get(key)
+        if segment is None:
+            style = (self._cursor_styles if cursor else self._base)[min(level, NA_LEVEL)]
+            segment = self._segments[key] = Segment(" " * self.cell_width, style)
+        return segment
 
     def _build_row(self, row: int) -> Strip:
         if not self._base:
@@ -476,12 +545,14 @@ class NodeHeatmap(ScrollView, can_focus=True):
         return cached[1]
 
     def render_line(self, y: int) -> Strip:
-        row = y + int(self.scroll_offset.y)
-        if row < 0 or row >= self._total_rows:
+        line = y + int(self.scroll_offset.y)
+        if line < 0 or line >= self._total_rows * self.cell_height:
             return Strip.blank(0)
-        strip = self._lines.get(row)
+        strip = self._lines.get(line)
         if strip is None:
-            strip = self._lines[row] = self._build_row(row)
+            if not self._base:
+                self._build_styles()
+            strip = self._lines[line] = self._build_line(line)
         return strip
 
     # -- cursor and marks -----------------------------------------------------
@@ -501,12 +572,13 @@ class NodeHeatmap(ScrollView, can_focus=True):
         row = self.index_row(self.cursor) if self.names else 0
         if self.labelled and row > 0 and self.row_cells(row - 1).__class__ is str:
             row -= 1  # show the group's label with its first row
+        h = self.cell_height
         top = int(self.scroll_offset.y)
         height = max(1, self.scrollable_content_region.height)
-        if row < top:
-            self.scroll_to(y=row, animate=False)
-        elif row >= top + height:
-            self.scroll_to(y=row - height + 1, animate=False)
+        if row * h < top:
+            self.scroll_to(y=row * h, animate=False)
+        elif (row + 1) * h > top + height:
+            self.scroll_to(y=(row + 1) * h - height, animate=False)
 
     def action_move(self, dx: int, dy: int) -> None:
         if dy == 0 or not self.names:
@@ -534,7 +606,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         return target
 
     def action_page(self, direction: int) -> None:
-        rows = max(1, self.scrollable_content_region.height - 1)
+        rows = max(1, self.scrollable_content_region.height // self.cell_height - 1)
         self._move_cursor(self._vertical(self.cursor, direction * rows) if self.names else 0)
 
     def action_jump(self, where: int) -> None:
@@ -590,7 +662,7 @@ class NodeHeatmap(ScrollView, can_focus=True):
         if offset is None:
             return
         col = offset.x // self.cell_width
-        cells = self.row_cells(offset.y + int(self.scroll_offset.y))
+        cells = self.row_cells((offset.y + int(self.scroll_offset.y)) // self.cell_height)
         if not isinstance(cells, tuple):
             return
         index = cells[0] + col

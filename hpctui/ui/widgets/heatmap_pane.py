@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
 from hpctui.ui.heat import GLYPH_LEGEND, METRIC_TITLES, SEVERITY_GLYPHS, Metric, legend_entries, level_colours
 from hpctui.ui.widgets.borders import set_border_text
 from hpctui.ui.widgets.heatmap import NodeHeatmap

@@ -14,8 +14,8 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Input
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Severity
 from hpctui.ui.keys import LINKS_KEYS, bindings
 from hpctui.ui.literal import literal
@@ -169,7 +169,7 @@ class NodeRows(Generic[R]):
     """Rows of one per-node part (IB ports, mounts), problems first, kept across snapshots.
 
     A node's rows are rebuilt only when its tuple of ports/mounts or its findings (from the
-    shared :func:`~hpctui.findings.findings_for`) are other objects than last time; every
+    shared :func:`~hpctui.findings.index.findings_for`) are other objects than last time; every
     other node's row objects are reused, so the table re-formats only rows that changed.
     """
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from hpctui.health import nvlink_expected
+from hpctui.findings.health import nvlink_expected
 from hpctui.model import ClusterSnapshot, Gpu
 from hpctui.model.probe import ServiceStatus
 from hpctui.ui.fmt import NA_TEXT

@@ -1,22 +1,24 @@
 """The Problems view: every finding of warning and worse, worst node first, grouped by node.
 
-Findings are read only through :func:`hpctui.findings.findings_for` (one shared index per
+Findings are read only through :func:`hpctui.findings.index.findings_for` (one shared index per
 snapshot). Each row names the node, the GPU index (for GPU findings), what is wrong, since
 when (the earliest stored event on the same object, else when this view first saw it) and
-the source that reported it. ``enter`` selects the row's node everywhere; ``1``–``9`` jump to
-(and select) the n-th problem node; the dashboard's ``n``/``N`` walk the same order.
+the source that reported it. ``enter`` selects the row's node everywhere and opens the explain
+view (the evidence, history, related events and next step: hpctui.ui.screens.explain);
+``1``–``9`` jump to (and select) the n-th problem node; the dashboard's ``n``/``N`` walk the
+same order, which holds still (:meth:`ProblemMemory.order`, :class:`ProblemWalk`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
 from textual.binding import Binding
 
-from hpctui.findings import FindingsIndex, findings_for
-from hpctui.health import Finding, Thresholds
+from hpctui.findings.health import Finding, Thresholds
+from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Part, Severity
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.panes import TablePane
@@ -93,7 +95,12 @@ class ProblemMemory:
       object, else the first snapshot this view saw it in;
     - flap memory: a finding that cleared stays listed as *recovered* (with how often it
       went bad and when it last was) for ``window_s``; one that comes back counts a flap.
-    Forgotten once it has been clear for the whole window."""
+    Forgotten once it has been clear for the whole window.
+
+    It also holds the problem order still (:meth:`order`): a node ranks by the worst severity it
+    had within the window (its *peak*: a port that flaps between error and up stays an error
+    node), then by when it first went bad (oldest first), then by name. New problems join the
+    end of their severity band; nothing already listed moves while a port flaps."""
 
     def __init__(self, window_s: float = 600.0) -> None:
         self.window_s = window_s
@@ -102,6 +109,7 @@ class ProblemMemory:
         self.last_bad: dict[tuple[str, str], float] = {}
         self.current: dict[tuple[str, str], Finding] = {}
         self.recovered: dict[tuple[str, str], Finding] = {}
+        self.peak: dict[str, tuple[Severity, float]] = {}  # node -> (worst severity in the window, when)
 
     def update(self, snapshot: ClusterSnapshot, findings: Sequence[Finding]) -> None:
         now = snapshot.time
@@ -131,6 +139,39 @@ class ProblemMemory:
         for table in (self.first_seen, self.bad_count, self.last_bad):
             for key in [k for k in table if k not in keep]:
                 del table[key]
+        self._update_peaks(now)
+
+    def _update_peaks(self, now: float) -> None:
+        """Each problem node's worst severity within the window (see the class docstring)."""
+        worst: dict[str, Severity] = {}
+        for f in self.current.values():
+            node = object_node(f.object)
+            if f.severity > worst.get(node, Severity.OK):
+                worst[node] = f.severity
+        for f in self.recovered.values():  # listed as recovered (a warning row) until forgotten
+            worst.setdefault(object_node(f.object), Severity.WARNING)
+        peak = self.peak
+        for node in [n for n in peak if n not in worst]:
+            del peak[node]
+        for node, severity in worst.items():
+            old = peak.get(node)
+            if old is None or severity >= old[0] or now - old[1] > self.window_s:
+                peak[node] = (severity, now)
+
+    def order(self, nodes: Iterable[str]) -> list[str]:
+        """``nodes`` in the stable problem order: peak severity, first seen, name."""
+        first: dict[str, float] = {}
+        for key, t in self.first_seen.items():
+            node = object_node(key[0])
+            if t < first.get(node, float("inf")):
+                first[node] = t
+        peak = self.peak
+        return sorted(nodes, key=lambda n: (-peak.get(n, (Severity.WARNING, 0.0))[0],
+                                            first.get(n, float("inf")), n))
+
+    def peak_severity(self, node: str) -> Severity:
+        """The severity ``node`` ranks by (its worst within the window)."""
+        return self.peak.get(node, (Severity.OK, 0.0))[0]
 
     def row_findings(self, node_findings: Sequence[Finding]) -> list[tuple[Finding, float, str]]:
         """(finding, since, note) for one node: its current findings, then its recovered ones."""
@@ -181,15 +222,17 @@ def _search(row: ProblemRow) -> str:
 
 
 class ProblemsTable(VirtualTable[ProblemRow]):
-    """Rows of findings; ``enter`` selects the row's node, ``1``–``9`` the n-th problem node."""
+    """Rows of findings; ``enter`` selects the row's node and explains the row, ``1``–``9`` select
+    the n-th problem node."""
 
     BINDINGS = [
-        Binding("enter", "select_node", "Select node"),
+        Binding("enter", "select_node", "Explain"),
         *[Binding(str(d), f"jump_group({d})", show=False) for d in range(1, 10)],
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
         self.now = [0.0]
+        self.explain: Callable[[ProblemRow], None] | None = None  # set by the pane: opens the explain view
         super().__init__(_columns(self.now), row_key=lambda r: f"{r.finding.object}#{r.finding.code}",
                          search_text=_search, row_style=lambda r: SEVERITY_VAR[r.severity],
                          row_nodes=lambda r: (r.node,), id=id)
@@ -198,6 +241,8 @@ class ProblemsTable(VirtualTable[ProblemRow]):
         row = self.cursor_row
         if row is not None:
             self.post_message(NodeRequested(row.node))
+            if self.explain is not None:
+                self.explain(row)
 
     def point_at(self, node: str) -> None:
         """Put the cursor on ``node``'s first row (n/N keep the list in step)."""
@@ -226,8 +271,31 @@ class ProblemsPane(TablePane):
         super().__init__("Problems", self.problems, id=id)
         self.thresholds = thresholds
         self.memory = ProblemMemory(thresholds.flap_window_s)
-        self.nodes: list[str] = []  # problem nodes, worst first: the order n/N walk
+        self.nodes: list[str] = []  # problem nodes in the stable problem order: the order n/N walk
+        self.walk = ProblemWalk()
+        self.snapshot: ClusterSnapshot | None = None  # the one the rows were built from
         self._request = 0
+        self.problems.explain = self.explain_row
+
+    def explain_row(self, row: ProblemRow) -> None:
+        """Open the explain view of ``row`` (its evidence in the snapshot the rows came from)."""
+        from hpctui.ui.screens.explain import ExplainScreen, explain
+
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        memory = self.memory
+        key = (row.finding.object, row.finding.code.removesuffix("_recovered"))
+        runtime = getattr(self.app, "runtime", None)
+        series = getattr(getattr(runtime, "store", None), "series", None)
+        if series is not None:
+            series.watch(row.node)  # the charts' per-GPU history: from now on for this node
+        finding = memory.current.get(key) or memory.recovered.get(key) or row.finding
+        index = findings_for(snapshot, self.thresholds)
+        explained = explain(snapshot, finding, self.thresholds, since=row.since, bad_count=memory.bad_count.get(key, 1),
+                            last_bad=memory.last_bad.get(key), node_findings=index.node(row.node),
+                            events=snapshot.events, series=series, number=row.number, window_s=memory.window_s)
+        self.app.push_screen(ExplainScreen(explained, row.severity))
 
     def show(self, snapshot: ClusterSnapshot) -> None:
         self._request += 1
@@ -246,13 +314,14 @@ class ProblemsPane(TablePane):
         if request != self._request:
             return
         memory = self.memory
+        self.snapshot = snapshot
         memory.update(snapshot, [f for _, fs in groups for f in fs])
         by_node: dict[str, list[tuple[Finding, float, str]]] = {node: memory.row_findings(fs) for node, fs in groups}
         for key, old in memory.recovered.items():  # flap memory: cleared, but not forgotten yet
             last = memory.last_bad.get(key, snapshot.time)
             row = (recovered_finding(old, memory.bad_count.get(key, 1), last, snapshot.time), last, "")
             by_node.setdefault(object_node(old.object), []).append(row)
-        order = sorted(by_node, key=lambda n: (-max(f.severity for f, _, _ in by_node[n]), -len(by_node[n])))
+        order = memory.order(by_node)
         sources = {part: ", ".join(names) for part, names in snapshot.part_sources.items()}
         rows: list[ProblemRow] = []
         for number, node in enumerate(order, 1):
@@ -268,8 +337,41 @@ class ProblemsPane(TablePane):
 
     def update_title(self, extra: str = "") -> None:
         n = len(self.nodes)
-        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: select · 1-9 · n/N" if n else
+        super().update_title(extra or (f"{n} node{'s' if n != 1 else ''} · enter: explain · 1-9 · n/N" if n else
                                        "nothing of warning or worse"))
+
+
+class ProblemWalk:
+    """``n``/``N`` over the problem nodes: each one exactly once per round, in the problem order.
+
+    The round remembers which nodes it has shown; the next key goes to the next node in the order
+    (from the one selected now) that this round has not shown yet, so a node that joins or moves
+    mid-round is still visited and none twice. When every node has been shown, a new round starts.
+    Turning back (``N`` after ``n``) starts a new round in the other direction."""
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+        self.step = 0
+
+    def next(self, nodes: Sequence[str], current: str | None, step: int) -> str | None:
+        if not nodes:
+            return None
+        if step != self.step:
+            self.step, self.shown = step, set()
+        members = set(nodes)
+        self.shown &= members  # nodes that cleared leave the round
+        if current in members:
+            self.shown.add(current)  # selected by other means (p 5, a click): shown this round
+        if self.shown >= members:  # every node shown: a new round, from the selected node
+            self.shown = {current} if current in members and len(nodes) > 1 else set()
+        if current in nodes:
+            start = nodes.index(current)
+            candidates = [nodes[(start + step * k) % len(nodes)] for k in range(1, len(nodes) + 1)]
+        else:
+            candidates = list(nodes) if step > 0 else list(reversed(nodes))
+        node = next(n for n in candidates if n not in self.shown)
+        self.shown.add(node)
+        return node
 
 
 def next_problem_node(nodes: Sequence[str], current: str | None, step: int) -> str | None:
@@ -282,4 +384,4 @@ def next_problem_node(nodes: Sequence[str], current: str | None, step: int) -> s
     return nodes[0] if step > 0 else nodes[-1]
 
 
-__all__ = ["ProblemRow", "ProblemsPane", "ProblemsTable", "next_problem_node", "problem_groups"]
+__all__ = ["ProblemRow", "ProblemWalk", "ProblemsPane", "ProblemsTable", "next_problem_node", "problem_groups"]

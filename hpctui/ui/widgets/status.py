@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from textual.content import Content
 from textual.widgets import Static
 
-from hpctui.health import Thresholds
+from hpctui.findings.health import Thresholds
 from hpctui.model import ClusterSnapshot, ControllerHealth, Part, SourceHealth
 from hpctui.ui.fmt import age, utc
 

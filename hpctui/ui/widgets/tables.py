@@ -1,7 +1,7 @@
 """The concrete tables: Slurm queue, K8s pods, IB links, mounts (columns + row rules).
 
 Rows stay model objects; the column functions below run only for visible rows.
-Problem rows are coloured by the severity that :mod:`hpctui.health` assigns.
+Problem rows are coloured by the severity that :mod:`hpctui.findings.health` assigns.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from hpctui.actions.base import ActionKind
-from hpctui.health import Finding, ib_findings, mount_findings
+from hpctui.findings.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
+from hpctui.model.action import ActionKind
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.fmt import ib_rate, job_elapsed, job_time_left, job_time_left_text, job_time_text
 from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
@@ -74,9 +74,25 @@ def job_time_columns(now: Callable[[], float]) -> list[Column[SlurmJob]]:
         Column("time", "TIME", 10, lambda j: job_time_text(j.start_time, j.state, now(), j.end_time),
                lambda j: job_elapsed(j.start_time, j.state, now(), j.end_time) or 0.0, align="right"),  # 0:00 as shown
         Column("time_left", "TIME_LEFT", 10, lambda j: job_time_left_text(j.start_time, j.state, j.time_limit_min, now()),
-               lambda j: na_last(job_time_left(j.start_time, j.state, j.time_limit_min, now())), align="right"),
+               lambda j: na_last(job_time_left(j.start_time, j.state, j.time_limit_min, now())), align="right",
+               style=lambda j: time_left_style(j, now())),
         Column("priority", "PRIORITY", 8, lambda j: _s(j.priority), lambda j: na_last(j.priority), align="right"),
     ]
+
+
+TIME_LEFT_WARN_S = 600.0  # a running job this close to its time limit is shown as a warning
+
+
+def time_left_style(job: SlurmJob, now: float) -> str | None:
+    """TIME_LEFT's colour: error for a running job at or over its time limit (Slurm should have
+    ended it: a stuck epilog, a clock skew, or the node stopped answering), warning in its last
+    ten minutes, none otherwise."""
+    if job.state != "RUNNING":
+        return None
+    left = job_time_left(job.start_time, job.state, job.time_limit_min, now)
+    if left is None:
+        return None
+    return "error" if left <= 0 else "warning" if left <= TIME_LEFT_WARN_S else None
 
 
 def with_time_columns(columns: Sequence[Column[SlurmJob]], now: Callable[[], float]) -> list[Column[SlurmJob]]:

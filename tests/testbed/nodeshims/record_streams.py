@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parents[1] / "probes"))
 from nodeshims import NodeSpec, append_kernel_log, build_shim_root, flap_ib, set_fault  # noqa: E402
 from probe_loop import probe_loop  # noqa: E402
 
-from hpctui.probes import ProbeOptions  # noqa: E402
+from hpctui.sources.ssh.probe import ProbeOptions  # noqa: E402
 
 OUT = HERE.parents[1] / "fixtures" / "probes" / "loop"
 

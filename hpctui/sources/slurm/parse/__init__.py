@@ -4,6 +4,7 @@ No I/O here: backends (cli.py, rest.py, ...) fetch bytes and call these. Every p
 raises :class:`SlurmParseError` (a ValueError) with a one-line message on bad input.
 """
 
+from hpctui.model.pending_reasons import explain_pending_reason
 from hpctui.sources.slurm.parse.diag import parse_diag_json, parse_sdiag_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.exitcode import decode_exit_code, decode_exit_pair
@@ -11,7 +12,6 @@ from hpctui.sources.slurm.parse.gres import parse_gres, parse_gres_used
 from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state, parse_jobs_json
 from hpctui.sources.slurm.parse.nodes import fill_partitions, parse_nodes_json, parse_partitions_json
 from hpctui.sources.slurm.parse.pyslurm_map import job_from_pyslurm, node_from_pyslurm
-from hpctui.sources.slurm.parse.reasons import explain_pending_reason
 from hpctui.sources.slurm.parse.rest_versions import (
     PARSEABLE_REST_VERSIONS,
     SUPPORTED_REST_VERSIONS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 
 
 def split_top(value: str) -> list[str]:

@@ -14,16 +14,10 @@ from functools import lru_cache
 
 import msgspec
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import SlurmJob
-from hpctui.sanitize import clean_text
-from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
-from hpctui.sources.slurm.parse.exitcode import ExitCodeObj, decode_exit_obj
-from hpctui.sources.slurm.parse.gres import gpu_indices, gpus_from_gres_request, gpus_from_tres_str
-from hpctui.sources.slurm.parse.nodes import _raise_on_errors
-from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, version_from_meta
-from hpctui.sources.slurm.parse.values import _SENTINELS, IntLike, Num, epoch, minutes, num, text
-from hpctui.validate import (
+from hpctui.model.validate import (
     COUNT,
     DCGM_INT32_BLANK,
     EPOCH_S,
@@ -35,6 +29,12 @@ from hpctui.validate import (
     checked,
     show_value,
 )
+from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
+from hpctui.sources.slurm.parse.exitcode import ExitCodeObj, decode_exit_obj
+from hpctui.sources.slurm.parse.gres import gpu_indices, gpus_from_gres_request, gpus_from_tres_str
+from hpctui.sources.slurm.parse.nodes import _raise_on_errors
+from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, version_from_meta
+from hpctui.sources.slurm.parse.values import _SENTINELS, IntLike, Num, epoch, minutes, num, text
 
 OnInvalid = Callable[[str], None]
 
@@ -194,7 +194,7 @@ def _array_ids(j: _Job) -> tuple[int | None, int | None, str | None]:
 
 def to_job(j: _Job, where: str, drops: Drops | None = None) -> SlurmJob:
     """The reference conversion of one job (the :class:`Converter` must give the same): values
-    outside :data:`~hpctui.validate.SLURM_JOB_BOUNDS` are None, recorded in ``drops``."""
+    outside :data:`~hpctui.model.validate.SLURM_JOB_BOUNDS` are None, recorded in ``drops``."""
     if not 0 <= j.job_id <= UINT32.hi:
         raise SlurmParseError(f"job id {show_value(j.job_id)} out of range at {where}.job_id")
     node_count = num(j.node_count)
@@ -292,7 +292,7 @@ class Converter:
     ``$.jobs[i]`` location is only formatted for an error, finished jobs are dropped
     before anything else is converted.
 
-    Numbers are checked against :data:`~hpctui.validate.SLURM_JOB_BOUNDS` at no cost for a
+    Numbers are checked against :data:`~hpctui.model.validate.SLURM_JOB_BOUNDS` at no cost for a
     plausible job: the inlined fast path for a plain int is one range comparison that leaves out
     Slurm's sentinels (NO_VAL16 0xfffe and up); anything else goes to :meth:`_slow`, which gives
     None for a sentinel and None, recorded in ``drops``, for a value outside its field's bounds
@@ -533,7 +533,7 @@ def parse_jobs_json(
 
     A job whose node list is not a valid hostlist raises SlurmParseError, or — with
     ``on_invalid`` — is dropped and reported through the callback. A number outside its
-    field's plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``.
+    field's plausible range (hpctui.model.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``.
 
     Big queues (100k jobs, ~300 MB): the envelope is decoded with each job left raw,
     then jobs are decoded and converted one by one, so decoded jobs never pile up; the

@@ -42,6 +42,7 @@ import re
 import msgspec
 
 from hpctui.model.jobs import SlurmJob
+from hpctui.model.validate import Drops
 from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
 from hpctui.sources.slurm.parse.jobs import (
     FINISHED,
@@ -54,7 +55,6 @@ from hpctui.sources.slurm.parse.jobs import (
 )
 from hpctui.sources.slurm.parse.nodes import _raise_on_errors
 from hpctui.sources.slurm.parse.rest_versions import check_version, version_from_meta
-from hpctui.validate import Drops
 
 # The jobs array of a pretty document: the key at the top level's indent, then the first
 # job's opening brace, whose indent the jobs' closing braces repeat.

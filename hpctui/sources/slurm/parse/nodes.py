@@ -14,12 +14,12 @@ import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.model.validate import NODE_LIMIT, SLURM_NODE_BOUNDS, Drops, checked
 from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec, repair_json
 from hpctui.sources.slurm.parse.gres import parse_gres, parse_gres_used
 from hpctui.sources.slurm.parse.rest_versions import Meta, RestError, check_version, errors_of, version_from_meta
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import IntLike, epoch, num, split_list, text
-from hpctui.validate import NODE_LIMIT, SLURM_NODE_BOUNDS, Drops, checked
 
 OnInvalid = Callable[[str], None]
 
@@ -185,7 +185,7 @@ def check_node_name(name: str, where: str, on_invalid: OnInvalid | None) -> bool
 
 
 def checked_node(name: str, info: SlurmNodeInfo, drops: Drops | None) -> SlurmNodeInfo:
-    """``info`` with implausible counts/memory/GPUs (hpctui.validate.SLURM_NODE_BOUNDS) as None,
+    """``info`` with implausible counts/memory/GPUs (hpctui.model.validate.SLURM_NODE_BOUNDS) as None,
     recorded in ``drops``. Cheap for a plausible node: one comparison per value, no copy."""
     if drops is None:
         return info

@@ -3,7 +3,7 @@
 ``scontrol -o show partition`` (CLI, every version) and REST ``GET partitions`` (flat fields
 up to v0.0.38: ``state``, ``flags: ["default"]``, ``max_time_limit`` -1 = UNLIMITED; nested
 from v0.0.39: ``partition.state``, ``maximums.time``, ``defaults.time``, ``nodes.configured``).
-Every string passes :func:`values.text` (hpctui.sanitize) on its way in.
+Every string passes :func:`values.text` (hpctui.base.sanitize) on its way in.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
-from hpctui.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.jobs import job_display_state
 from hpctui.sources.slurm.parse.states import normalize_node_state

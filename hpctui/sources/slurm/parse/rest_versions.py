@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 from hpctui.sources.slurm.parse.errors import SlurmParseError, from_msgspec
 
 SUPPORTED_REST_VERSIONS: tuple[str, ...] = ("v0.0.38", "v0.0.39", "v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44")

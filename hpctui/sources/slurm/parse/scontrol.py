@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hpctui.digits import is_uint
+from hpctui.base.digits import is_uint
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
+from hpctui.model.validate import SLURM_JOB_BOUNDS, Drops, checked
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.exitcode import decode_exit_pair
 from hpctui.sources.slurm.parse.gres import (
@@ -29,7 +30,6 @@ from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state, 
 from hpctui.sources.slurm.parse.nodes import checked_node
 from hpctui.sources.slurm.parse.states import normalize_node_state
 from hpctui.sources.slurm.parse.values import parse_cli_time, parse_duration_min, split_list, text, to_int
-from hpctui.validate import SLURM_JOB_BOUNDS, Drops, checked
 
 _NODE_KEYS = [
     "NodeName",
@@ -318,7 +318,7 @@ def parse_scontrol_jobs(text_in: str, *, include_finished: bool = False,
 
     A job name holding a newline splits its line: with ``on_invalid`` the fragments that
     cannot be read are dropped and reported instead of failing the whole document. A number
-    outside its field's plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, in ``drops``."""
+    outside its field's plausible range (hpctui.model.validate.SLURM_JOB_BOUNDS) is None, in ``drops``."""
     drops = drops if drops is not None else Drops()
     out: list[SlurmJob] = []
     for lineno, line in enumerate(_lines(text_in), 1):

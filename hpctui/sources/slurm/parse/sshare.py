@@ -8,60 +8,11 @@ Account column keeps its tree indentation (one leading space per level), like th
 
 from __future__ import annotations
 
-import msgspec
-
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
+from hpctui.model.accounting import Association, FairShare, QosLimits
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_tres_str
 from hpctui.sources.slurm.parse.values import parse_duration_min, split_list, text, to_float, to_int
-
-
-class FairShare(msgspec.Struct, frozen=True, kw_only=True):
-    """One sshare row; ``user`` None for account rows; ``depth`` is the tree level."""
-
-    account: str
-    user: str | None = None
-    raw_shares: int | None = None
-    norm_shares: float | None = None
-    raw_usage: int | None = None
-    effective_usage: float | None = None
-    fairshare: float | None = None
-    depth: int = 0
-    norm_usage: float | None = None  # ``-l`` only
-    level_fs: float | None = None  # ``-l`` only; ``inf`` (no usage yet) → math.inf
-
-
-class QosLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """A QoS and the limits that produce QOS* pending reasons (None = no limit)."""
-
-    name: str
-    priority: int | None = None
-    max_wall_min: int | None = None
-    max_jobs_per_user: int | None = None
-    max_submit_per_user: int | None = None
-    max_tres_per_user: str | None = None
-    max_gpus_per_user: int | None = None
-    max_tres_per_job: str | None = None
-    grp_tres: str | None = None
-    max_jobs_per_account: int | None = None
-
-
-class Association(msgspec.Struct, frozen=True, kw_only=True):
-    """One ``sacctmgr show assoc`` row: where a user (or account) sits and its own limits."""
-
-    account: str
-    user: str | None = None  # None: the account's own association
-    cluster: str | None = None
-    partition: str | None = None
-    share: str | None = None  # raw Fairshare: a number or "parent"
-    qos: tuple[str, ...] = ()
-    default_qos: str | None = None
-    max_jobs: int | None = None
-    max_submit: int | None = None
-    max_tres: str | None = None
-    grp_tres: str | None = None
-    grp_jobs: int | None = None
-    max_wall_min: int | None = None
 
 
 def _table(text_in: str, what: str) -> list[dict[str, str]]:

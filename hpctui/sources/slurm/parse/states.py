@@ -9,7 +9,7 @@ base + DRAIN here.
 
 from __future__ import annotations
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 
 # States that are a node's base state; the rest are flags (FACTS §3, slurm_protocol_defs.c).
 _TRUE_BASE = ("ALLOCATED", "MIXED", "IDLE", "DOWN", "ERROR", "FUTURE", "UNKNOWN", "INVAL")

@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 import msgspec
 
-from hpctui.digits import is_uint
+from hpctui.base.digits import is_uint
+from hpctui.base.sanitize import clean_text
 from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
-from hpctui.sanitize import clean_text
+from hpctui.model.validate import SLURM_JOB_BOUNDS, Drops, checked
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.gres import gpus_from_gres_request, parse_gres
 from hpctui.sources.slurm.parse.jobs import LIVE_JOB_STATES, job_display_state
@@ -27,7 +28,6 @@ from hpctui.sources.slurm.parse.values import (
     text,
     to_int,
 )
-from hpctui.validate import SLURM_JOB_BOUNDS, Drops, checked
 
 SEP = "\x1f"
 
@@ -115,7 +115,7 @@ def parse_squeue_text(text_in: str, sep: str = SEP, *, include_finished: bool = 
 
     With ``on_invalid``, a record that cannot be read (wrong width, bad id or node list)
     is dropped and reported; without it, SlurmParseError. A number outside its field's
-    plausible range (hpctui.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``."""
+    plausible range (hpctui.model.validate.SLURM_JOB_BOUNDS) is None, recorded in ``drops``."""
     drops = drops if drops is not None else Drops()
     out: list[SlurmJob] = []
     for cols in _rows(text_in, sep, len(SQUEUE_FIELDS), "squeue text", on_invalid):

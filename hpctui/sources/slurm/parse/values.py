@@ -12,7 +12,7 @@ import re
 
 import msgspec
 
-from hpctui.sanitize import clean_text
+from hpctui.base.sanitize import clean_text
 
 # Slurm's 32-bit sentinels: NO_VAL (0xfffffffe) and INFINITE (0xffffffff); 16/64-bit too.
 _SENTINELS = frozenset({0xFFFE, 0xFFFF, 0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
@@ -59,7 +59,7 @@ def text(value: str | None) -> str | None:
     """A free-text field; Slurm's placeholders for "nothing" → None.
 
     The field boundary of every parser: control/format characters and escape sequences
-    are replaced here (hpctui.sanitize), so no cluster string reaches the model raw.
+    are replaced here (hpctui.base.sanitize), so no cluster string reaches the model raw.
     """
     if value is None:
         return None

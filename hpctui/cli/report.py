@@ -1,0 +1,111 @@
+"""``hpctui report``: collect, then write report.md / report.json / report.html into a directory."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hpctui.actions.audit import AuditRead
+from hpctui.model.hostlist import HostlistError, expand
+from hpctui.report.incident import ReportError, build_report, parse_since, scope, write_report
+
+if TYPE_CHECKING:
+    from hpctui.core.runtime import Runtime
+
+# The demo has no past: it replays its last DEMO_REPLAY_S seconds (one sample per 2 s, like the app's
+# refresh) so the charts have a history; its incidents happened before that, inside a 1h window.
+DEMO_REPLAY_S = 120.0
+DEMO_SAMPLES = 60
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", metavar="EXPR", help="hostlist expression of the affected nodes")
+    p.add_argument("--jobs", metavar="IDS", help="affected job ids (their nodes are included)")
+    p.add_argument("--since", default="1h", metavar="DURATION", help="window: 30m, 1h, 2d (default 1h)")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="directory to write into")
+
+
+class _StepClock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def _collect(runtime: Runtime) -> None:
+    try:
+        await runtime.collect_once()
+    finally:
+        await runtime.stop()
+
+
+async def _collect_demo_window(args: argparse.Namespace, since_s: float) -> Runtime:
+    from hpctui.core.runtime import demo_runtime
+
+    now = time.time()
+    replay = min(since_s, DEMO_REPLAY_S)
+    clock = _StepClock(now - replay)
+    runtime = demo_runtime(size=args.demo_size, seed=args.seed, clock=clock, start_time=now - replay,
+                           read_only=True)
+    _watch(runtime, args.nodes)
+    try:
+        for i in range(DEMO_SAMPLES + 1):
+            clock.t = now - replay + replay * i / DEMO_SAMPLES
+            await runtime.collect_once()
+    finally:
+        await runtime.stop()
+    return runtime
+
+
+def _watch(runtime: Runtime, nodes_expr: str | None) -> None:
+    """Keep per-GPU history for the named nodes even in a demo past the rings' node bound."""
+    try:
+        names = expand(nodes_expr) if nodes_expr else []
+    except HostlistError:
+        return  # scope() says what is wrong with the expression
+    for name in names:
+        runtime.store.series.watch(name)
+
+
+def make_report(args: argparse.Namespace, build_runtime: Callable[[], Runtime]) -> int:
+    if not args.nodes and not args.jobs:
+        sys.stderr.write("hpctui report: error: give --nodes and/or --jobs (see --help)\n")
+        return 2
+    try:
+        since_s = parse_since(args.since)
+    except ReportError as exc:
+        sys.stderr.write(f"hpctui report: error: {exc}\n")
+        return 2
+    if args.demo:
+        runtime = asyncio.run(_collect_demo_window(args, since_s))
+    else:
+        runtime = build_runtime()
+        asyncio.run(_collect(runtime))
+    snapshot = runtime.store.snapshot()
+    try:
+        nodes, jobs = scope(snapshot, args.nodes, args.jobs)
+    except ReportError as exc:
+        sys.stderr.write(f"hpctui report: error: {exc}\n")
+        return 2
+    # intents too: an action killed halfway left only its intent; _actions makes one row of each id
+    got = runtime.executor.audit.tail() if runtime.executor.audit is not None else AuditRead()
+    for warning in got.warnings:  # a torn line costs that line, never the report
+        sys.stderr.write(f"hpctui report: warning: {warning}\n")
+    audit = got.records
+    doc = build_report(snapshot, nodes=nodes, jobs=jobs, since_s=since_s, thresholds=runtime.thresholds,
+                       history=runtime.store.history.get, series=runtime.store.series, audit=audit,
+                       secrets=runtime.secrets, origin="hpctui report")
+    try:
+        paths = write_report(doc, args.output)
+    except OSError as exc:
+        sys.stderr.write(f"hpctui report: error: cannot write {args.output}: {exc.strerror or exc}\n")
+        return 2
+    for path in paths:
+        sys.stdout.write(f"{path}\n")
+    return 0 if all(h.ok for h in snapshot.sources.values()) else 1

@@ -1,0 +1,1 @@
+"""Incident reports built from the store and the audit log (Markdown, JSON, HTML with SVG charts). UI-free."""
