@@ -220,3 +220,115 @@ def test_beegfs_check_servers_problem_lines() -> None:
             "Storage\n==========\nstor02 [ID: 2]: UNREACHABLE\nstor03 [ID: 3]: offline\n Error: x \n")
     assert pn.parse_beegfs_check_servers(text) == ["stor02 [ID: 2]: UNREACHABLE", "stor03 [ID: 3]: offline",
                                                    "Error: x"]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Yes", True), ("No", False), ("Enabled", True), ("Disabled", False), ("Active", True), ("Not Active", False),
+    (" yes ", True), ("ENABLED", True), ("active", True), ("On", True), ("true", True), ("1", True),
+    ("NO", False), ("disabled", False), ("not active", False), ("Off", False), ("False", False), ("0", False),
+    ("[N/A]", None), ("N/A", None), ("[Not Supported]", None), ("Pending", None), ("", None), (None, None)])
+def test_on_off_cells_in_any_spelling_and_case(text: str | None, want: bool | None) -> None:
+    """nvidia-smi writes flags as Yes/No, Enabled/Disabled or Active/Not Active (``-q`` and CSV differ
+    by field and driver); any case of those or of on/off, true/false, 1/0 reads, anything else is N/A."""
+    assert pg.flag(text) is want
+
+
+def test_q_mig_memory_implausible_device_and_compute_instance_ids_are_named(fixture_text) -> None:
+    text = fixture_text(H200_MIG_Q)
+    bad = re.sub(r"(Compute Instance ID\s+: )1\b", r"\g<1>4096", text, count=1)
+    bad = re.sub(r"(\n\s+Index\s+: )2\b", r"\g<1>-1", bad, count=1)
+    drops = Drops()
+    mem = pg.parse_q_mig_memory(bad, drops, "n1")
+    good = pg.parse_q_mig_memory(text)
+    assert [m.device for m in mem] == [m.device for m in good if m.device != 2]  # no plausible index: left out
+    assert mem[1].ci_id is None and mem[1].gi_id == good[1].gi_id and mem[0] == good[0]
+    (warning,) = drops.warnings()
+    assert warning == ("2 implausible value(s) dropped, shown as N/A (MIG compute instance id=4096 on n1 "
+                       f"{good[1].gpu_bus_id}, MIG device index=-1 on n1 {good[2].gpu_bus_id})")
+
+
+SXID_LOG = "dmesg_xid79-sxid20034_hgx-a100_gpud-readme.log"
+
+
+def test_sxid_codes_outside_1_to_99999_are_dropped_and_named(fixture_text) -> None:
+    """The real NVSwitch log's first headline with its code replaced: 1 and 99999 are SXids; 0,
+    100000 and 7+ digits are not, each named once (7+ digits cut short, never an int() of them)."""
+    line = fixture_text(SXID_LOG).splitlines()[5]
+    assert ": 20034, Fatal" in line
+    codes = ("1", "99999", "0", "100000", "1234567", "9" * 30)
+    text = "\n".join(line.replace(": 20034,", f": {c},") for c in codes)
+    drops = Drops()
+    xs = pn.parse_sxid_lines(text, 1_700_000_000.0, drops, "n1")
+    assert [x.sxid for x in xs] == [1, 99999]
+    assert [x.pci_bus_id for x in xs] == ["0000:06:00.0"] * 2
+    assert xs[0].time == pytest.approx(1_700_000_000.0 + 6781753.400584)
+    (warning,) = drops.warnings()
+    assert warning == ("4 implausible value(s) dropped, shown as N/A (SXid=0 on n1, SXid=100000 on n1, "
+                       "SXid='1234567…' on n1, …)")
+    assert pn.parse_sxid_lines(text, 1_700_000_000.0) == xs  # without drops: the same events, nothing recorded
+
+
+def test_sxid_pci_ids_read_in_lower_case_and_detail_lines_of_a_headed_event_fold(fixture_text) -> None:
+    text = fixture_text(SXID_LOG).replace("PCI:0000:06:00.0", "PCI:0000:0A:00.0")
+    xs = pn.parse_sxid_lines(text, 1_700_000_000.0)
+    assert xs[0].pci_bus_id == "0000:0a:00.0" and xs[0].switch == "nvidia-nvswitch1"
+    assert [x.time for x in xs] == sorted(x.time or 0.0 for x in xs)
+    # two detail lines of one switch and SXid without a headline: one event, the first of them
+    alone = [ln.replace("nvswitch2", "nvswitch7").replace("0000:07:", "0000:17:") for ln in text.splitlines()
+             if "nvswitch2" in ln and "Fatal" not in ln]
+    alone = [*alone, alone[0].replace("Severity 1", "Severity 2")]
+    (x,) = pn.parse_sxid_lines("\n".join(alone))
+    assert (x.switch, x.fatal, x.time) == ("nvidia-nvswitch7", None, None) and x.message.startswith("Severity 1 ")
+
+
+def test_xid_codes_of_6_digits_and_more_are_dropped_and_named(fixture_text) -> None:
+    text = fixture_text("dmesg-T_xid119-gsp-timeout_dell-xe9680.log")
+    line = next(ln for ln in text.splitlines() if "NVRM: Xid" in ln)
+    code = re.search(r"\): (\d+),", line).group(1)  # type: ignore[union-attr]
+    bad = "\n".join(line.replace(f"): {code},", f"): {c},") for c in ("9999", "10000", "123456", "1" * 4001))
+    drops = Drops()
+    xs = pn.parse_xid_lines(bad, drops=drops, node="n1")
+    assert [x.xid for x in xs] == [9999]
+    (warning,) = drops.warnings()
+    assert warning == ("3 implausible value(s) dropped, shown as N/A (Xid=10000 on n1, Xid=123456 on n1, "
+                       f"Xid='{'1' * 20}…' on n1)")
+
+
+def recorded_res_section(fixture_text) -> str:
+    """The first ``res`` section of the recorded probe loop stream of the CPU node (tests/fixtures/probes/loop)."""
+    text = fixture_text("loop/cpu-ro.stream")
+    start = text.index("@@hpctui section res ")
+    body = text[text.index("\n", start) + 1:]
+    return body[:body.index("\n@@hpctui")]
+
+
+def test_a_recorded_res_section_reads_whole(fixture_text) -> None:
+    s = pn.parse_proc_resources(recorded_res_section(fixture_text))
+    assert s.load == (5.02, 3.02, 1.02) and s.cpu_count == 32 and s.boot_time == 1700000000.0
+    # user..steal (guest is already in user), idle = idle + iowait
+    assert (s.cpu_total, s.cpu_busy) == (4705 + 356 + 584 + 3699 + 23 + 23, 4705 + 356 + 584 + 23)
+    assert s.mem_kib == {"MemTotal": 2113622016, "MemAvailable": 1800031702, "SwapTotal": 8388604, "SwapFree": 8388604}
+    assert s.disk_io_ms == {"nvme0n1": 12840}  # the partition is left out
+    assert s.nic == {"eth0": (800128970, 1591370, 0)}  # lo is left out
+
+
+def test_implausible_res_values_leave_their_line_out_and_are_named(fixture_text) -> None:
+    text = recorded_res_section(fixture_text)
+    bad = (text.replace("stat cpu  4705 356 584 3699", "stat cpu  4705 356 584 -3699")
+           .replace("MemTotal:       2113622016", "MemTotal:       2113622016999999999")
+           .replace("nvme0n1 61976 10325 4324250 24178 40825 191746 15124944 76620 0 12840",
+                    "nvme0n1 61976 10325 4324250 24178 40825 191746 15124944 76620 0 -12840")
+           .replace("eth0: 800128970   19685    0", "eth0: 800128970   19685    -7")
+           .replace("cpus 32", "cpus 4294967296")
+           .replace("stat btime 1700000000", "stat btime 1e12"))
+    drops = Drops()
+    s = pn.parse_proc_resources(bad, drops, "n1")
+    assert (s.cpu_total, s.cpu_busy, s.cpu_count, s.boot_time, s.disk_io_ms, s.nic) == (None, None, None, None, {}, {})
+    assert "MemTotal" not in s.mem_kib and s.mem_kib["SwapFree"] == 8388604 and s.load == (5.02, 3.02, 1.02)
+    assert drops.values == 6
+    (warning,) = drops.warnings()
+    assert warning == ("6 implausible value(s) dropped, shown as N/A (cpu jiffies=-3699 on n1, btime=1e+12 on n1, "
+                       "MemTotal=19-digit number on n1, …)")
+    drops = Drops(keep=8)
+    pn.parse_proc_resources(bad, drops, "n1")
+    assert drops.warnings()[0].endswith("nvme0n1 io ms=-12840 on n1, eth0 counters=-7 on n1, cpus=4294967296 on n1)")
