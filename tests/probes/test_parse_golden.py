@@ -332,3 +332,28 @@ def test_implausible_res_values_leave_their_line_out_and_are_named(fixture_text)
     drops = Drops(keep=8)
     pn.parse_proc_resources(bad, drops, "n1")
     assert drops.warnings()[0].endswith("nvme0n1 io ms=-12840 on n1, eth0 counters=-7 on n1, cpus=4294967296 on n1)")
+
+
+IB_MIXED = "sysfs-class-infiniband_procfs-fixture_mlx4-qdr_mlx5_hfi1-opa.txt"
+
+
+def test_ib_counters_beyond_2_63_and_rates_that_are_no_link_rate_are_named(fixture_text) -> None:
+    """The real hfi1 port with its port_rcv_data at 2**63 (19 digits, one past the limit) and at 25
+    digits (cut short), and its rate turned into 37 Gb/s; 2**63 - 1 still reads."""
+    text = fixture_text(IB_MIXED)
+    good = {(p.device, p.port): p for p in pn.parse_ib_sysfs(text)}
+    assert good[("hfi1_0", 1)].counters["port_rcv_data"] == 345091702026 and good[("hfi1_0", 1)].rate_gbps == 100.0
+    bad = (text.replace("hfi1_0/ports/1/counters/port_rcv_data:345091702026", f"hfi1_0/ports/1/counters/port_rcv_data:{2**63}")
+           .replace("hfi1_0/ports/1/counters/port_xmit_data:273558326543", f"hfi1_0/ports/1/counters/port_xmit_data:1{'0' * 24}")
+           .replace("hfi1_0/ports/1/counters/port_rcv_packets:638036947", f"hfi1_0/ports/1/counters/port_rcv_packets:{2**63 - 1}")
+           .replace("hfi1_0/ports/1/rate:100 Gb/sec (4X EDR)", "hfi1_0/ports/1/rate:37 Gb/sec (4X EDR)"))
+    drops = Drops()
+    ports = {(p.device, p.port): p for p in pn.parse_ib_sysfs(bad, drops, "n1")}
+    hfi = ports[("hfi1_0", 1)]
+    assert "port_rcv_data" not in hfi.counters and "port_xmit_data" not in hfi.counters
+    assert hfi.counters["port_rcv_packets"] == 2**63 - 1 and hfi.rate_gbps is None
+    assert hfi.rate_text == "37 Gb/sec (4X EDR)" and hfi.state == "ACTIVE" and hfi.phys_state == "LinkUp"
+    (warning,) = drops.warnings()
+    assert warning == ("3 implausible value(s) dropped, shown as N/A (hfi1_0/1 port_rcv_data=19-digit number on n1, "
+                       "hfi1_0/1 port_xmit_data=25-digit number on n1, hfi1_0/1 rate=37 on n1)")
+    assert {k: v for k, v in ports.items() if k != ("hfi1_0", 1)} == {k: v for k, v in good.items() if k != ("hfi1_0", 1)}
