@@ -357,3 +357,19 @@ def test_ib_counters_beyond_2_63_and_rates_that_are_no_link_rate_are_named(fixtu
     assert warning == ("3 implausible value(s) dropped, shown as N/A (hfi1_0/1 port_rcv_data=19-digit number on n1, "
                        "hfi1_0/1 port_xmit_data=25-digit number on n1, hfi1_0/1 rate=37 on n1)")
     assert {k: v for k, v in ports.items() if k != ("hfi1_0", 1)} == {k: v for k, v in good.items() if k != ("hfi1_0", 1)}
+
+
+def test_mountinfo_private_mounts_superblock_read_only_and_short_lines(fixture_text) -> None:
+    """The recorded NFS line as a private mount (no optional fields: the ``-`` is field 7,
+    proc_pid_mountinfo(5)), read-only only in its superblock options, and cut before its source."""
+    line = next(ln for ln in fixture_text("proc-mountinfo_nfs4-nfs3_node-exporter-fixture.txt").splitlines()
+                if " /mnt/nfs/test " in ln)
+    private = line.replace(" shared:144 - ", " - ")
+    ro_super = private.replace("/mnt/nfs/test", "/mnt/nfs/ro").replace(" 192.168.1.1:/srv/test rw,", " 192.168.1.1:/srv/test ro,")
+    no_super = private.replace("/mnt/nfs/test", "/mnt/nfs/bare").split(" 192.168.1.1:/srv/test ")[0] + " 192.168.1.1:/srv/test"
+    cut = private.replace("/mnt/nfs/test", "/mnt/nfs/cut").split(" 192.168.1.1:")[0]
+    out = {m.target: m for m in pn.parse_mountinfo("\n".join((private, ro_super, no_super, cut, "x " + private)))}
+    assert sorted(out) == ["/mnt/nfs/bare", "/mnt/nfs/ro", "/mnt/nfs/test"]
+    m = out["/mnt/nfs/test"]
+    assert (m.mount_id, m.fstype, m.source, m.read_only) == (194, "nfs4", "192.168.1.1:/srv/test", False)
+    assert out["/mnt/nfs/ro"].read_only is True and out["/mnt/nfs/bare"].read_only is False
