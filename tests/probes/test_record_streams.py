@@ -134,3 +134,79 @@ def test_mig_node_keeps_its_instances_and_cpu_node_its_read_only_mount() -> None
         assert r.gpus == ()
         states = {m.target: m.state for m in r.mounts or ()}
         assert states["/lustre/scratch"] is MountState.READ_ONLY
+
+
+def record(node: str, i: int = 0) -> str:
+    return "@@hpctui begin " + stream(node).decode().split("@@hpctui begin ")[1:][i]
+
+
+def with_section(text: str, name: str, meta: str | None = None, body: str | None = None) -> str:
+    """``text`` with section ``name``'s meta (``rc late``) and/or body replaced, or appended when absent;
+    body ``""`` with meta ``"-"`` removes it."""
+    head = f"@@hpctui section {name} "
+    start = text.find(head)
+    if start < 0:
+        cut = text.rindex("@@hpctui end")
+        return f"{text[:cut]}{head}{meta or '0 0'} \n{body or ''}\n\n{text[cut:]}"
+    line_end = text.index("\n", start)
+    end = text.index("@@hpctui ", line_end)
+    old_meta, old_body = text[start + len(head):line_end], text[line_end + 1:end]
+    if meta == "-":
+        return text[:start] + text[end:]
+    return f"{text[:start]}{head}{meta or old_meta}\n{old_body if body is None else body + chr(10) + chr(10)}{text[end:]}"
+
+
+def gpus_of(text: str, node: str = "gpu-faulty") -> tuple[tuple[object, ...] | None, tuple[str, ...]]:
+    r = parse_record(node, text, ProbeState(), 0.0)
+    return r.gpus, r.warnings
+
+
+def test_nvidia_smi_failing_missing_late_or_without_gpus() -> None:
+    text = record("gpu-faulty")
+    err = "Unable to determine the device handle for GPU0000:18:00.0: Unknown Error"
+    gpus, warnings = gpus_of(with_section(text, "gpu", "9 0", err + "\nsecond line"))
+    assert gpus is None and f"gpu: nvidia-smi exit 9: {err}" in warnings
+    gpus, warnings = gpus_of(with_section(text, "gpu", "9 1", err))  # late: the old values stay, no warning
+    assert gpus is None and "gpu: probe late" in warnings and not any("exit 9" in w for w in warnings)
+    assert gpus_of(with_section(text, "gpu", "127 0", "sh: nvidia-smi: not found"))[0] == ()
+    assert gpus_of(with_section(text, "gpu", "6 0", "No devices were found"))[0] == ()
+    assert gpus_of(with_section(text, "gpu", "-"))[0] is None
+
+
+def test_an_unparseable_nvidia_smi_row_costs_one_gpu_and_one_warning() -> None:
+    text = record("gpu-faulty")
+    gpus, warnings = gpus_of(text)
+    assert gpus and not any("unparseable" in w for w in warnings)
+    start = text.index("@@hpctui section gpu ")
+    first_row_end = text.index("\n", text.index("\n", start) + 1)
+    bad = text[:first_row_end] + "\n0, GPU-garbage, NVIDIA H100 80GB HBM3, not a bus id" + text[first_row_end:]
+    bad_gpus, warnings = gpus_of(bad)
+    assert bad_gpus == gpus and "gpu: 1 unparseable nvidia-smi row(s) dropped" in warnings
+
+
+def test_remapped_rows_of_the_slow_section_reach_their_gpu() -> None:
+    text = record("gpu-faulty")
+    gpus, _ = gpus_of(text)
+    assert gpus is not None
+    uuid = gpus[1].uuid  # type: ignore[attr-defined]
+    remapped, _ = gpus_of(with_section(text, "gpu-remap", "0 0", f"{uuid}, 3, 1, Yes, No"))
+    assert remapped is not None
+    g = remapped[1]
+    assert (g.remapped_correctable, g.remapped_uncorrectable, g.remap_pending, g.remap_failure) == (3, 1, True, False)  # type: ignore[attr-defined]
+    assert remapped[0] == gpus[0] and remapped[2:] == gpus[2:]
+    assert gpus_of(with_section(text, "gpu-remap", "2 0", f"{uuid}, 3, 1, Yes, No"))[0] == gpus  # failed: ignored
+
+
+def test_mig_instances_from_lgi_and_lci_when_the_q_memory_section_is_missing() -> None:
+    text = record("gpu-mig")
+    full, _ = gpus_of(text, "gpu-mig")
+    bare, _ = gpus_of(with_section(text, "gpu-mem", "-"), "gpu-mig")
+    assert full is not None and bare is not None
+    f0, b0 = full[0], bare[0]
+    assert [(i.gi_id, i.ci_id, i.profile) for i in b0.mig_instances] == [  # type: ignore[attr-defined]
+        (i.gi_id, i.ci_id, i.profile) for i in f0.mig_instances]  # type: ignore[attr-defined]
+    assert all(i.memory_total_mib is None for i in b0.mig_instances)  # type: ignore[attr-defined]
+    no_ci, _ = gpus_of(with_section(with_section(text, "gpu-mem", "-"), "mig-ci", "-"), "gpu-mig")
+    assert no_ci is not None  # one instance per GPU instance, its compute instance unknown
+    assert [(i.gi_id, i.ci_id, i.profile) for i in no_ci[0].mig_instances] == [  # type: ignore[attr-defined]
+        (2, None, "3g.71gb"), (3, None, "2g.35gb"), (9, None, "1g.18gb"), (10, None, "1g.18gb")]
