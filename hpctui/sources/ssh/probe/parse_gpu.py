@@ -565,7 +565,7 @@ def mig_instances(gpu: Gpu, migs: list[MigDevice], lgi: list[GpuInstanceRow], lc
                                memory_used_mib=mm.used_mib if mm else None,
                                memory_total_mib=mm.total_mib if mm else None))
     if not out:
-        cis: dict[tuple[int, int], list[int]] = {}  # a GI may hold several CIs: one instance each
+        cis: dict[tuple[int, int], list[int | None]] = {}  # a GI may hold several CIs: one instance each
         for c in lci:
             cis.setdefault((c.gpu, c.gi_id), []).append(c.ci_id)
         for g in lgi:
