@@ -210,3 +210,56 @@ def test_mig_instances_from_lgi_and_lci_when_the_q_memory_section_is_missing() -
     assert no_ci is not None  # one instance per GPU instance, its compute instance unknown
     assert [(i.gi_id, i.ci_id, i.profile) for i in no_ci[0].mig_instances] == [  # type: ignore[attr-defined]
         (2, None, "3g.71gb"), (3, None, "2g.35gb"), (9, None, "1g.18gb"), (10, None, "1g.18gb")]
+
+
+def section_body(text: str, name: str) -> str:
+    start = text.index(f"@@hpctui section {name} ")
+    line_end = text.index("\n", start)
+    return text[line_end + 1:text.index("@@hpctui ", line_end)].rstrip("\n")
+
+
+def test_implausible_values_of_every_section_reach_the_records_one_warning() -> None:
+    """The faulty node's first record with one implausible value in the kernel log (an Xid of 6
+    digits and an SXid 0 line), the InfiniBand dump (a counter beyond 2**63) and /proc: each is
+    N/A, and the record's warnings name them in one line."""
+    text = record("gpu-faulty")
+    xid = section_body(text, "xid")
+    first = xid.splitlines()[0]
+    bad_xid = first.replace("): 119,", "): 123456,").replace("1796163494.196513", "1796163494.296513")
+    sxid = "1796163494.396513 gpu-faulty kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 0, Fatal, Link 1"
+    ib = section_body(text, "ib") + f"\nmlx5_0/ports/1/counters/port_rcv_errors:{2**63}"
+    bad = with_section(with_section(text, "xid", None, f"{xid}\n{bad_xid}\n{sxid}"), "ib", None, ib)
+    r = parse_record("gpu-faulty", bad, ProbeState(), 0.0)
+    good = parse_record("gpu-faulty", text, ProbeState(), 0.0)
+    (line,) = [w for w in r.warnings if "implausible" in w]
+    assert "Xid=123456 on gpu-faulty" in line and "SXid=0 on gpu-faulty" in line
+    assert "mlx5_0/1 port_rcv_errors=19-digit number on gpu-faulty" in line
+    assert r.gpus == good.gpus and r.nvswitches == good.nvswitches
+    assert [w for w in r.warnings if "implausible" not in w] == list(good.warnings)
+
+
+def test_an_unreadable_kernel_log_is_one_warning_and_no_events() -> None:
+    text = record("gpu-faulty")
+    denied = "dmesg: read kernel buffer failed: Operation not permitted"
+    r = parse_record("gpu-faulty", with_section(text, "xid", "3 0", denied + "\nmore"), ProbeState(), 0.0)
+    assert f"xid: kernel log not readable (exit 3): {denied}" in r.warnings and r.nvswitches is None
+    assert not [e for e in r.events if "Xid" in str(e)]
+    r = parse_record("gpu-faulty", with_section(text, "xid", "1 0", denied), ProbeState(), 0.0)
+    assert f"xid: {denied}" in r.warnings and r.nvswitches == ()
+
+
+def test_record_headers_in_seconds_or_nanoseconds_and_section_metas() -> None:
+    text = record("cpu-ro")
+    head, _, rest = text.partition("\n")
+    assert head.split()[:4] == ["@@hpctui", "begin", "1", head.split()[3]]
+    seq, epoch, secs = split_sections(text)
+    assert seq == 1 and epoch == pytest.approx(int(head.split()[3]) / 1e9)
+    assert split_sections(f"@@hpctui begin 7 1700000000\n{rest}")[:2] == (7, 1700000000.0)  # an old loop: seconds
+    assert split_sections(f"@@hpctui begin 7 100000000000000\n{rest}")[1] == 100000000000000.0  # (10**14 s: not ns)
+    assert split_sections(f"@@hpctui begin 7 100000000000001\n{rest}")[1] == pytest.approx(100000.000000001)
+    assert split_sections(f"@@hpctui begin x {'9' * 21}\n{rest}")[:2] == (-1, None)
+    assert split_sections(f"@@hpctui begin\n{rest}")[:2] == (-1, None)
+    odd = with_section(with_section(text, "res", "-1 x"), "lfs", "0")
+    _, _, osecs = split_sections(odd)
+    assert (osecs["res"].rc, osecs["res"].late) == (-1, 1) and "lfs" not in osecs
+    assert osecs["res"].name == "res" and osecs["mounts"] == secs["mounts"]
