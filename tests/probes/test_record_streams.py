@@ -263,3 +263,17 @@ def test_record_headers_in_seconds_or_nanoseconds_and_section_metas() -> None:
     _, _, osecs = split_sections(odd)
     assert (osecs["res"].rc, osecs["res"].late) == (-1, 1) and "lfs" not in osecs
     assert osecs["res"].name == "res" and osecs["mounts"] == secs["mounts"]
+
+
+def test_records_with_nul_bytes_bad_utf8_or_mismatched_ends_cost_only_themselves() -> None:
+    recs = [b"@@hpctui begin " + r for r in stream("gpu-faulty").split(b"@@hpctui begin ")[1:]]
+    nul = recs[0].replace(b"slow_ms 500", b"slow_ms \x00500")
+    latin1 = recs[0].replace(b"slow_ms 500", b"slow_ms \xe9500")
+    other_end = recs[1].replace(b"@@hpctui end 2", b"@@hpctui end 9")
+    splitter = RecordSplitter()
+    out = [t.encode() for t in splitter.feed(nul + recs[0] + latin1 + other_end + recs[2])]
+    assert out == [recs[0], recs[2]]
+    assert splitter.take_warnings() == ["record with binary (NUL) bytes dropped", "record with invalid UTF-8 dropped",
+                                        "record with mismatched begin/end dropped"]
+    assert (splitter.records, splitter.dropped) == (2, 3)
+    assert parse_record("gpu-faulty", out[0].decode(), ProbeState(), 0.0).seq == 1
