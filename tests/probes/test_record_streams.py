@@ -277,3 +277,33 @@ def test_records_with_nul_bytes_bad_utf8_or_mismatched_ends_cost_only_themselves
                                         "record with mismatched begin/end dropped"]
     assert (splitter.records, splitter.dropped) == (2, 3)
     assert parse_record("gpu-faulty", out[0].decode(), ProbeState(), 0.0).seq == 1
+
+
+def test_lustre_and_beegfs_server_problems_degrade_their_mounts_and_unprobed_mounts_say_so() -> None:
+    text = record("cpu-ro")
+    lfs = section_body(text, "lfs")
+    osts = [f"scratch-OST000{i}-osc-ffff8a0c inactive." for i in range(4)]
+    bee = "\n".join(["Management", "==========", "mgmt01 [ID: 1]: reachable at 10.0.0.1:8008 (protocol: TCP)",
+                     "Metadata", "==========", *(f"meta0{i} [ID: {i}]: UNREACHABLE" for i in range(1, 5))])
+    bad = with_section(with_section(text, "lfs", None, "\n".join([lfs, *osts])), "beegfs", "0 0", bee)
+    bad = with_section(bad, "stat.194", "-").replace("/lustre/scratch ro,relatime", "/lustre/scratch rw,relatime")
+    r = parse_record("cpu-ro", bad, ProbeState(), 0.0)
+    by = {m.target: m for m in r.mounts or ()}
+    assert by["/lustre/scratch"].state is MountState.DEGRADED  # (mounted rw here: read-only would win)
+    assert by["/lustre/scratch"].detail == "lfs check servers: " + "; ".join(osts[:3])
+    assert by["/mnt/beegfs"].state is MountState.DEGRADED
+    assert by["/mnt/beegfs"].detail == "beegfs-check-servers: " + "; ".join(f"meta0{i} [ID: {i}]: UNREACHABLE" for i in (1, 2, 3))
+    assert by["/mnt/nfs/test"].detail == "liveness not probed (max_mount_probes)"
+    late = parse_record("cpu-ro", with_section(bad, "beegfs", "0 1"), ProbeState(), 0.0)
+    assert {m.target: m for m in late.mounts or ()}["/mnt/beegfs"].state is MountState.OK  # a late check says nothing
+    good = {m.target: m for m in parse_record("cpu-ro", text, ProbeState(), 0.0).mounts or ()}
+    assert good["/mnt/beegfs"].state is MountState.OK and good["/mnt/nfs/test"].detail != by["/mnt/nfs/test"].detail
+
+
+def test_an_unreadable_mountinfo_is_one_warning() -> None:
+    text = record("cpu-ro")
+    denied = "cat: /proc/self/mountinfo: Permission denied"
+    r = parse_record("cpu-ro", with_section(text, "mounts", "1 0", denied + "\nmore"), ProbeState(), 0.0)
+    assert r.mounts is None and f"mounts: {denied}" in r.warnings
+    r = parse_record("cpu-ro", with_section(text, "mounts", "1 0", ""), ProbeState(), 0.0)
+    assert "mounts: mountinfo not readable" in r.warnings
