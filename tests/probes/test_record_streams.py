@@ -307,3 +307,29 @@ def test_an_unreadable_mountinfo_is_one_warning() -> None:
     assert r.mounts is None and f"mounts: {denied}" in r.warnings
     r = parse_record("cpu-ro", with_section(text, "mounts", "1 0", ""), ProbeState(), 0.0)
     assert "mounts: mountinfo not readable" in r.warnings
+
+
+def test_ib_deltas_flaps_and_best_rate_across_records() -> None:
+    """The faulty node's records 1 and 2, then record 3 with mlx5_0's port_rcv_errors up by 5, its
+    link_downed by 3, its rate trained down to 200 Gb/s, and mlx5_1 gone down (a flap without a
+    counter step); a failed sysfs read is one warning and keeps nothing."""
+    state = ProbeState()
+    for i in (0, 1):
+        parse_record("gpu-faulty", record("gpu-faulty", i), state, 0.0)
+    third = (record("gpu-faulty", 2)
+             .replace("mlx5_0/ports/1/counters/port_rcv_errors:14", "mlx5_0/ports/1/counters/port_rcv_errors:19")
+             .replace("mlx5_0/ports/1/counters/link_downed:2", "mlx5_0/ports/1/counters/link_downed:5")
+             .replace("mlx5_0/ports/1/rate:400 Gb/sec (4X NDR)", "mlx5_0/ports/1/rate:200 Gb/sec (4X HDR)")
+             .replace("mlx5_1/ports/1/state:4: ACTIVE", "mlx5_1/ports/1/state:1: DOWN"))
+    r = parse_record("gpu-faulty", third, state, 0.0)
+    ib = {(p.device, p.port): p for p in r.ib or ()}
+    p0, p1 = ib[("mlx5_0", 1)], ib[("mlx5_1", 1)]
+    assert p0.deltas == {"port_rcv_errors": 5, "link_downed": 3} and p0.flaps == 2 + 3 and p0.last_down == r.time
+    assert (p0.rate_gbps, p0.max_rate_gbps) == (200.0, 400.0)
+    assert p1.flaps == 1 and p1.deltas == {} and p1.last_down == r.time and p1.max_rate_gbps == p1.rate_gbps
+    again = parse_record("gpu-faulty", third.replace("@@hpctui begin 3 ", "@@hpctui begin 4 "), state, 0.0)
+    assert {(p.device, p.port): p.deltas for p in again.ib or ()}[("mlx5_0", 1)] == {}  # same text: no deltas
+    failed = parse_record("gpu-faulty", with_section(third, "ib", "3 0", ""), ProbeState(), 0.0)
+    assert failed.ib is None and "ib: sysfs read failed (exit 3)" in failed.warnings
+    partial = parse_record("gpu-faulty", with_section(third, "ib", "2 0"), ProbeState(), 0.0)
+    assert partial.ib and not any(w.startswith("ib:") for w in partial.warnings)  # grep: a file went missing
