@@ -373,3 +373,21 @@ def test_mountinfo_private_mounts_superblock_read_only_and_short_lines(fixture_t
     m = out["/mnt/nfs/test"]
     assert (m.mount_id, m.fstype, m.source, m.read_only) == (194, "nfs4", "192.168.1.1:/srv/test", False)
     assert out["/mnt/nfs/ro"].read_only is True and out["/mnt/nfs/bare"].read_only is False
+
+
+def test_res_lines_of_other_kernels_and_vms(fixture_text) -> None:
+    """The recorded res section with /proc/stat's cpu line as older kernels print it (4 values before
+    2.5.41, 5 before 2.6.11), a unit-less meminfo line (``HugePages_Total:``), and the CPU count of a
+    1-CPU VM; a count of 0 or a non-number is N/A."""
+    text = recorded_res_section(fixture_text)
+    cpu_line = next(ln for ln in text.splitlines() if ln.startswith("stat cpu "))
+
+    def parse(*lines: str) -> pn.ProcSample:
+        return pn.parse_proc_resources(text.replace(cpu_line, lines[0]) + "\n" + "\n".join(lines[1:]))
+    s = parse("stat cpu  100 0 50 800", "meminfo HugePages_Total:       4")
+    assert (s.cpu_total, s.cpu_busy) == (950, 150) and s.mem_kib["HugePages_Total"] == 4
+    s = parse("stat cpu  100 0 50 800 50")
+    assert (s.cpu_total, s.cpu_busy) == (1000, 150)  # iowait counts as idle
+    assert pn.parse_proc_resources(text.replace("cpus 32", "cpus 1")).cpu_count == 1
+    for bad in ("cpus 0", "cpus x", "cpus"):
+        assert pn.parse_proc_resources(text.replace("cpus 32", bad)).cpu_count is None
