@@ -333,3 +333,65 @@ def test_ib_deltas_flaps_and_best_rate_across_records() -> None:
     assert failed.ib is None and "ib: sysfs read failed (exit 3)" in failed.warnings
     partial = parse_record("gpu-faulty", with_section(third, "ib", "2 0"), ProbeState(), 0.0)
     assert partial.ib and not any(w.startswith("ib:") for w in partial.warnings)  # grep: a file went missing
+
+
+def test_nvlink_errors_without_a_status_read_keep_the_links_last_state() -> None:
+    """Record 1 reads both NVLink sections; in record 2 the status read is late and GPU 0's link 0
+    has 4 replays more: the link keeps its last up/speed and shows the rise; record 3 reads neither:
+    the last links, without deltas."""
+    state = ProbeState()
+    first = parse_record("gpu-faulty", record("gpu-faulty", 0), state, 0.0)
+    assert first.gpus is not None
+    links0 = first.gpus[0].nvlinks
+    assert links0 and links0[0].up is True and links0[0].speed_gbps == 26.562
+    second = record("gpu-faulty", 1)
+    err = section_body(second, "nvlink-err")
+    gpu0_end = err.index("\nGPU 1:") if "\nGPU 1:" in err else len(err)
+    bumped = err[:gpu0_end].replace("Link 0: Replay Errors: 0", "Link 0: Replay Errors: 4", 1) + err[gpu0_end:]
+    r2 = parse_record("gpu-faulty", with_section(with_section(second, "nvlink", "0 1"), "nvlink-err", None, bumped),
+                      state, 0.0)
+    assert r2.gpus is not None
+    l0 = r2.gpus[0].nvlinks[0]
+    assert (l0.link, l0.up, l0.speed_gbps, l0.replay_errors, l0.deltas) == (0, True, 26.562, 4, {"replay": 4})
+    assert [(x.link, x.up, x.speed_gbps) for x in r2.gpus[0].nvlinks] == [(x.link, x.up, x.speed_gbps) for x in links0]
+    third = with_section(with_section(record("gpu-faulty", 2), "nvlink", "0 1"), "nvlink-err", "0 1")
+    r3 = parse_record("gpu-faulty", third, state, 0.0)
+    assert r3.gpus is not None
+    assert r3.gpus[0].nvlinks[0].replay_errors == 4 and all(not x.deltas for x in r3.gpus[0].nvlinks)
+
+
+def test_xid_events_name_the_gpu_instance_the_meaning_and_the_process() -> None:
+    from hpctui.model.gpu import XID_ACTION, XID_MEANING
+
+    text = record("gpu-faulty")
+    xid = section_body(text, "xid")
+    t = "1796163494.596513 gpu-faulty kernel: NVRM: Xid (PCI:0000:18:00 GPU-I:03): "
+    long = "x" * 600
+    lines = [t + "9998, pid=42, name=python, an Xid without a catalogue entry",
+             t.replace("94.596513", "94.696513") + "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+             t.replace("94.596513", "94.796513") + f"13, pid=7, {long}"]
+    r = parse_record("gpu-faulty", with_section(text, "xid", None, "\n".join([xid, *lines])), ProbeState(), 0.0)
+    ev = {e.message.split(" ", 2)[1]: e for e in r.events if e.source == "gpu" and "GI 3" in e.message}
+    assert ev["9998"].message == ("Xid 9998 on 0000:18:00 GI 3: see NVIDIA's Xid catalogue — "
+                                  "an Xid without a catalogue entry [pid 42 python]")
+    assert ev["9998"].object == "gpu/gpu-faulty/0" and ev["9998"].time == pytest.approx(1796163494.596513)
+    assert ev["79"].message == (f"Xid 79 on 0000:18:00 GI 3: {XID_MEANING[79]}; action: {XID_ACTION[79]} — "
+                                "GPU has fallen off the bus.")
+    assert ev["13"].message.endswith("x" * 50 + " [pid 7]") and len(ev["13"].message) < 600
+    assert r.gpus is not None
+    (x9998,) = [x for x in r.gpus[0].xid_events if x.xid == 9998]
+    assert (x9998.gpu_instance, x9998.pid, x9998.process) == (3, 42, "python")
+
+
+def test_a_failing_systemctl_and_journals_under_either_name() -> None:
+    text = record("gpu-faulty")
+    bus = "Failed to connect to bus: No such file or directory"
+    r = parse_record("gpu-faulty", with_section(text, "svc", "1 0", bus + "\nmore"), ProbeState(), 0.0)
+    assert r.services is None and f"services: systemctl exit 1: {bus}" in r.warnings
+    named = text.replace("@@hpctui section journal.nvidia-fabricmanager.service ",
+                         "@@hpctui section journal.nvidia-fabricmanager ")
+    svc = {s.name: s for s in parse_record("gpu-faulty", named, ProbeState(), 0.0).services or ()}
+    assert "Failed with result 'exit-code'" in (svc["nvidia-fabricmanager"].detail or "")
+    late = with_section(text, "journal.nvidia-fabricmanager.service", "0 1")
+    svc = {s.name: s for s in parse_record("gpu-faulty", late, ProbeState(), 0.0).services or ()}
+    assert "Failed with result" not in (svc["nvidia-fabricmanager"].detail or "")
