@@ -395,3 +395,31 @@ def test_a_failing_systemctl_and_journals_under_either_name() -> None:
     late = with_section(text, "journal.nvidia-fabricmanager.service", "0 1")
     svc = {s.name: s for s in parse_record("gpu-faulty", late, ProbeState(), 0.0).services or ()}
     assert "Failed with result" not in (svc["nvidia-fabricmanager"].detail or "")
+
+
+def test_sxids_outside_the_table_get_their_class_and_lines_without_a_time_the_records() -> None:
+    """The faulty node's kernel-log section with two SXid lines of codes the table lacks: a fatal one
+    (class and severity from ``fatal``) and a non-fatal one written without a timestamp, and an Xid
+    line without one: their events take the record's time."""
+    from hpctui.model.nvswitch import SXID_MEANING, sxid_class, sxid_severity
+
+    text = record("gpu-faulty")
+    xid = section_body(text, "xid")
+    codes = [c for c in (29998, 29999) if c not in SXID_MEANING]
+    assert len(codes) == 2
+    lines = [f"1796163494.896513 gpu-faulty kernel: nvidia-nvswitch5: SXid (PCI:0000:0b:00.0): {codes[0]}, "
+             "Fatal, Link 7 something unknown",
+             f"nvidia-nvswitch6: SXid (PCI:0000:0c:00.0): {codes[1]}, Non-fatal, Link 9 something else",
+             "NVRM: Xid (PCI:0000:18:00): 13, pid=7, Graphics Exception without a time"]
+    state = ProbeState()
+    r = parse_record("gpu-faulty", with_section(text, "xid", None, "\n".join([xid, *lines])), state, 0.0)
+    ev = {e.object: e for e in r.events if e.source == "nvswitch"}
+    fatal, other = ev["nvswitch/gpu-faulty/nvidia-nvswitch5"], ev["nvswitch/gpu-faulty/nvidia-nvswitch6"]
+    assert fatal.message == (f"SXid {codes[0]} on nvidia-nvswitch5 (0000:0b:00.0): {sxid_class(codes[0], True)}"
+                             " — Link 7 something unknown")
+    assert fatal.severity is sxid_severity(codes[0], True) and fatal.time == pytest.approx(1796163494.896513)
+    assert other.message.endswith(f"{sxid_class(codes[1], False)} — Link 9 something else")
+    assert other.severity is sxid_severity(codes[1], False) is not fatal.severity
+    assert other.time == r.time and r.time  # (was 0.0 on a first record: 1970)
+    (xid13,) = [e for e in r.events if e.source == "gpu" and "without a time" in e.message]
+    assert xid13.time == r.time
