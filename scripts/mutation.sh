@@ -14,8 +14,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${HPCTUI_VENV:-.venv}
+[[ $VENV == /* ]] || VENV=$PWD/$VENV   # HPCTUI_VENV may be absolute (a shared venv)
 [ -x "$VENV/bin/mutmut" ] || { echo "mutmut missing: $VENV/bin/pip install -e '.[test]'" >&2; exit 1; }
-export PATH="$PWD/$VENV/bin:$PATH"
+export PATH="$VENV/bin:$PATH"
 
 globs=()
 for m in "$@"; do [[ $m == --* ]] || globs+=("$m.*"); done

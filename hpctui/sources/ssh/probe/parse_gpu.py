@@ -565,10 +565,13 @@ def mig_instances(gpu: Gpu, migs: list[MigDevice], lgi: list[GpuInstanceRow], lc
                                memory_used_mib=mm.used_mib if mm else None,
                                memory_total_mib=mm.total_mib if mm else None))
     if not out:
-        cis = {(c.gpu, c.gi_id): c.ci_id for c in lci}
+        cis: dict[tuple[int, int], list[int | None]] = {}  # a GI may hold several CIs: one instance each
+        for c in lci:
+            cis.setdefault((c.gpu, c.gi_id), []).append(c.ci_id)
         for g in lgi:
             if g.gpu == gpu.index:
-                out.append(MigInstance(gi_id=g.gi_id, profile=g.profile, ci_id=cis.get((g.gpu, g.gi_id))))
+                out.extend(MigInstance(gi_id=g.gi_id, profile=g.profile, ci_id=ci)
+                           for ci in cis.get((g.gpu, g.gi_id)) or [None])
         if not out:
             # -L alone: profiles and UUIDs, instance ids unknown -> number them by device index.
             out = [MigInstance(gi_id=d.device, profile=d.profile, uuid=d.uuid) for d in devs]

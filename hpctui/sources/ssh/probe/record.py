@@ -282,8 +282,8 @@ def parse_record(node: str, text: str, state: ProbeState, now: float) -> ProbeRe
 
     events: list[Event] = []
     xids = _xids(node, secs.get("xid"), state, warnings, drops)
-    nvswitches = _sxids(node, secs.get("xid"), state, events, drops)
-    gpus = _gpus(node, secs, state, warnings, xids, events, drops)
+    nvswitches = _sxids(node, secs.get("xid"), state, events, drops, t)
+    gpus = _gpus(node, secs, state, warnings, xids, events, drops, t)
     ib = _ib(node, secs.get("ib"), state, t, warnings)
     if gpus:
         drops.merge(state.gpu_drops)
@@ -358,8 +358,9 @@ def _xids(node: str, sec: Section | None, state: ProbeState, warnings: list[str]
 
 
 def _sxids(node: str, sec: Section | None, state: ProbeState, events: list[Event],
-            drops: Drops) -> tuple[NvSwitch, ...] | None:
-    """New SXid lines of the kernel-log section onto their NVSwitch (kept in ``state``), one event each.
+            drops: Drops, now: float) -> tuple[NvSwitch, ...] | None:
+    """New SXid lines of the kernel-log section onto their NVSwitch (kept in ``state``), one event each;
+    a line without a time of its own is dated ``now`` (the record's time).
 
     None when the log was not read this record (the node keeps its last NVSwitches)."""
     if sec is None or sec.late or sec.rc not in (0, 1):
@@ -369,7 +370,7 @@ def _sxids(node: str, sec: Section | None, state: ProbeState, events: list[Event
         if x.raw in state.xid_seen:
             continue
         state.xid_seen[x.raw] = None
-        t = x.time if x.time is not None else (state.last_epoch or 0.0)
+        t = x.time if x.time is not None else now
         ev = SxidEvent(time=t, sxid=x.sxid, switch=x.switch, pci_bus_id=x.pci_bus_id, fatal=x.fatal,
                        message=x.message)
         sw = state.sxid_by_switch.get(x.switch)
@@ -392,7 +393,7 @@ def _sxids(node: str, sec: Section | None, state: ProbeState, events: list[Event
 
 
 def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list[str],
-          xids: list[pn.XidLine], events: list[Event], drops: Drops) -> tuple[Gpu, ...] | None:
+          xids: list[pn.XidLine], events: list[Event], drops: Drops, now: float) -> tuple[Gpu, ...] | None:
     sec = secs.get("gpu")
     if sec is None:
         return None
@@ -461,7 +462,7 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     for x in xids:
         key = pg.bus_key(x.pci_bus_id) or x.pci_bus_id
         gpu = by_bus.get(key)
-        t = x.time if x.time is not None else (state.last_epoch or 0.0)
+        t = x.time if x.time is not None else now  # no time of its own: the record's
         ev = XidEvent(time=t, xid=x.xid, pci_bus_id=x.pci_bus_id, message=x.message, gpu_instance=x.gpu_instance,
                       pid=x.pid, process=x.process)
         lst_ev = state.xid_by_gpu.setdefault(key, [])
