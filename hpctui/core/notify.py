@@ -16,15 +16,17 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import aiohttp
 import msgspec
 
 from hpctui.base.errors import describe_error
 from hpctui.base.sanitize import clean_text, redact_url
 from hpctui.findings.health import Finding
 from hpctui.model import Severity
+
+if TYPE_CHECKING:
+    import aiohttp
 
 SEVERITY_NAMES: dict[str, Severity] = {"warning": Severity.WARNING, "error": Severity.ERROR,
                                        "critical": Severity.CRITICAL}
@@ -164,6 +166,8 @@ class WebhookSender:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="hpctui-webhook")
 
     async def _run(self) -> None:
+        import aiohttp  # only when a notice is sent: importing it costs ~0.3 s before the first paint
+
         timeout = aiohttp.ClientTimeout(total=self.settings.webhook_timeout_s)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
@@ -178,6 +182,8 @@ class WebhookSender:
                 await self._deliver(session, notice)
 
     async def _deliver(self, session: aiohttp.ClientSession, notice: Notice) -> None:
+        import aiohttp
+
         body = msgspec.json.encode(notice.to_json())
         for attempt in range(self.settings.webhook_retries + 1):
             try:
