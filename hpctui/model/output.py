@@ -15,7 +15,7 @@ from hpctui.base.sanitize import clean_text
 MAX_OUTPUT_BYTES = 1 << 20  # per node: a runaway command cannot fill the memory
 
 
-class NodeOutput(msgspec.Struct, frozen=True, kw_only=True):
+class NodeOutput(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """What one run printed (stdout and stderr merged), its exit code, or why it did not run."""
 
     label: str  # node name (ssh, per-node local runs), job id, "ns/pod", or "local"
