@@ -231,46 +231,11 @@ def config_reference() -> str:
 # -- the key reference -------------------------------------------------------------------------------------------
 
 
-KEYS_INTRO = ("Every key and `:` command, read from the key tables. Keys are remapped by id in the config's "
-              "`[keymap]` (`\"node.drain\" = \"ctrl+t\"`; several keys comma-separated); the footer and `?` show "
-              "the new keys. A custom action's key has the id `custom.NAME`. Keys that act on the cluster are "
-              "hidden in read-only mode and on the wall display.")
-
-
-def keys_from_key_tables() -> str:
-    """The key reference page (title, then one table per scope and the ``:`` commands) from the key tables of
-    ``hpctui.ui.keys`` and ``hpctui.ui.commands``: the fallback while there is no action registry."""
-    from hpctui.ui.commands import COMMANDS
-    from hpctui.ui.keys import ALL_KEYS, SCOPE_TITLES, display_key
-
-    out: list[str] = ["# Key reference", "", KEYS_INTRO, ""]
-    scopes = list(SCOPE_TITLES) + sorted({k.scope for k in ALL_KEYS} - set(SCOPE_TITLES))
-    for scope in scopes:
-        specs = [k for k in ALL_KEYS if k.scope == scope]
-        if not specs:
-            continue
-        out += [f"## {SCOPE_TITLES.get(scope, scope)}", "", "| Key | Does | Id (for `[keymap]`) | Note |", "|---|---|---|---|"]
-        for spec in specs:
-            notes = [n for n, on in (("acts on the cluster: not in read-only mode", spec.kind is not None),
-                                     ("in the key bar", spec.show)) if on]
-            key = display_key(spec).replace("|", "\\|")
-            out.append(f"| `{key}` | {spec.description} | `{spec.id}` | {'; '.join(notes)} |")
-        out.append("")
-    out += ["## `:` commands", "", "| Command | Opens | Aliases |", "|---|---|---|"]
-    for command in COMMANDS:
-        name = f":{command.name}" + (f" {command.arg.upper()}" if command.arg else "")
-        aliases = ", ".join(f"`:{a}`" for a in command.aliases)
-        out.append(f"| `{name}` | {command.description} | {aliases} |")
-    return "\n".join(out) + "\n"
-
-
 def key_tables() -> str:
     """The one source of the key reference page (Markdown, its title included): the action registry's
-    ``hpctui.ui.registry.key_reference_markdown()`` where the registry exists, else :func:`keys_from_key_tables`."""
-    try:
-        from hpctui.ui.registry import key_reference_markdown
-    except ImportError:
-        return keys_from_key_tables()
+    :func:`hpctui.ui.registry.key_reference_markdown`."""
+    from hpctui.ui.registry import key_reference_markdown
+
     return key_reference_markdown()
 
 
