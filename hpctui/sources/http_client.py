@@ -1,7 +1,8 @@
-"""Credentials and TLS for the HTTP sources (Prometheus, Alertmanager): read once, carried only in a header.
+"""What the HTTP sources (Prometheus, Alertmanager) share: credentials and TLS, bounded answers, and
+transport failures as one line.
 
 A token or password is read from a file or an environment variable, never from the config text; errors name
-the file or the variable, never the value.
+the file or the variable, never the value, and a URL's userinfo is redacted.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ import os
 import ssl
 from pathlib import Path
 from typing import Protocol
+
+import aiohttp
+
+from hpctui.base.sanitize import redact_url
+from hpctui.sources.bounded import AnswerTooLarge, NotJson, check_announced, read_json_capped
 
 
 class HttpAuthSettings(Protocol):
@@ -64,3 +70,30 @@ def tls_for(base_url: str, s: HttpAuthSettings, error: type[Exception]) -> ssl.S
         except (OSError, ssl.SSLError) as exc:
             raise error(f"cannot load CA file {s.ca_file}: {exc}") from None
     return True
+
+
+async def read_answer(resp: aiohttp.ClientResponse, limit: int, *, limit_mib: int, where: str, path: str,
+                      api: str, error: type[Exception]) -> bytes:
+    """The body, read in chunks up to ``limit`` bytes; an answer too large or (with a success status) not JSON
+    at its first chunk drops the connection and raises ``error``. An error page (HTTP >= 400) is read whatever
+    it is (bounded), to quote its first line."""
+    chunks = resp.content.iter_chunked(64 * 1024)
+    try:
+        check_announced(resp.content_length, limit)
+        return await read_json_capped(chunks, limit, json_only=resp.status < 400)
+    except AnswerTooLarge as exc:
+        resp.close()
+        raise error(f"{exc} from {where}{path} (max_answer_mib = {limit_mib}); reading stopped") from None
+    except NotJson as exc:
+        resp.close()
+        raise error(f"HTTP {resp.status} from {where}{path}: {exc}: not {api} API answer") from None
+
+
+def transport_error(exc: TimeoutError | aiohttp.ClientError, where: str, timeout_s: float,
+                    error: type[Exception]) -> Exception:
+    """A request that did not complete, as one line naming the (redacted) server."""
+    if isinstance(exc, TimeoutError):
+        return error(f"no complete answer from {where} within {timeout_s:g} s")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return error(redact_url(f"cannot reach {where}: {exc.os_error.strerror or exc}"))
+    return error(redact_url(f"{where}: {type(exc).__name__}: {exc}"))

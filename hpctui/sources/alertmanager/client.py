@@ -1,7 +1,7 @@
 """A small async client for Alertmanager's API v2: read alerts and silences, create and expire silences.
 
 aiohttp, one session per source; answers read streamed and bounded (``max_answer_mib``); credentials only in a
-header (:mod:`hpctui.sources.http_auth`); every failure one :class:`AlertmanagerError` line a person can act on,
+header (:mod:`hpctui.sources.http_client`); every failure one :class:`AlertmanagerError` line a person can act on,
 with any userinfo of the URL redacted.
 """
 
@@ -16,8 +16,8 @@ import msgspec
 from hpctui.base.sanitize import clean_text, redact_url
 from hpctui.sources.alertmanager.settings import AlertmanagerSettings
 from hpctui.sources.base import SourceError
-from hpctui.sources.bounded import MIB, AnswerTooLarge, NotJson, check_announced, read_json_capped
-from hpctui.sources.http_auth import auth_headers, tls_for
+from hpctui.sources.bounded import MIB
+from hpctui.sources.http_client import auth_headers, read_answer, tls_for, transport_error
 
 
 class AlertmanagerError(SourceError):
@@ -85,26 +85,12 @@ class AlertmanagerClient:
                 if resp.status >= 400:
                     raise AlertmanagerError(f"HTTP {resp.status} from {self.where}{path}: {_api_message(raw)}")
                 return raw
-        except TimeoutError:
-            raise AlertmanagerError(f"no complete answer from {self.where} within {self.settings.timeout_s:g} s") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise AlertmanagerError(redact_url(f"cannot reach {self.where}: {exc.os_error.strerror or exc}")) from None
-        except aiohttp.ClientError as exc:
-            raise AlertmanagerError(redact_url(f"{self.where}: {type(exc).__name__}: {exc}")) from None
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise transport_error(exc, self.where, self.settings.timeout_s, AlertmanagerError) from None
 
     async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
-        chunks = resp.content.iter_chunked(64 * 1024)
-        try:
-            check_announced(resp.content_length, self.max_answer)
-            return await read_json_capped(chunks, self.max_answer, json_only=resp.status < 400)
-        except AnswerTooLarge as exc:
-            resp.close()
-            raise AlertmanagerError(f"{exc} from {self.where}{path} (max_answer_mib = "
-                                    f"{self.settings.max_answer_mib}); reading stopped") from None
-        except NotJson as exc:
-            resp.close()
-            raise AlertmanagerError(f"HTTP {resp.status} from {self.where}{path}: {exc}: "
-                                    f"not an Alertmanager API answer") from None
+        return await read_answer(resp, self.max_answer, limit_mib=self.settings.max_answer_mib, where=self.where,
+                                 path=path, api="an Alertmanager", error=AlertmanagerError)
 
     async def alerts_raw(self) -> bytes:
         """``GET /api/v2/alerts`` (active, silenced, inhibited and unprocessed alike)."""

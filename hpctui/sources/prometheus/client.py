@@ -23,13 +23,9 @@ from hpctui.base.sanitize import clean_text, redact_url
 from hpctui.sources.base import SourceError
 from hpctui.sources.bounded import (
     MIB,
-    AnswerTooLarge,
-    NotJson,
-    check_announced,
     json_error,
-    read_json_capped,
 )
-from hpctui.sources.http_auth import auth_headers, tls_for
+from hpctui.sources.http_client import auth_headers, read_answer, tls_for, transport_error
 from hpctui.sources.prometheus.settings import PrometheusSettings
 
 
@@ -169,28 +165,13 @@ class PromClient:
                 if resp.status >= 400:
                     decode_answer(body, resp.status, self.settings.max_series)  # raises with the API's own text
                 return body
-        except TimeoutError:
-            raise PromError(f"no complete answer from {self.where} within {self.settings.timeout_s:g} s") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise PromError(redact_url(f"cannot reach {self.where}: {exc.os_error.strerror or exc}")) from None
-        except aiohttp.ClientError as exc:
-            raise PromError(redact_url(f"{self.where}: {type(exc).__name__}: {exc}")) from None
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise transport_error(exc, self.where, self.settings.timeout_s, PromError) from None
 
     async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
         """The body, read in chunks up to ``max_answer_mib`` (then PromError, connection dropped)."""
-        chunks = resp.content.iter_chunked(64 * 1024)
-        try:
-            check_announced(resp.content_length, self.max_answer)
-            if resp.status >= 400:  # a proxy's HTML error page is read (bounded) to quote its first line
-                return await read_json_capped(chunks, self.max_answer, json_only=False)
-            return await read_json_capped(chunks, self.max_answer)  # garbage: refused at its first chunk
-        except AnswerTooLarge as exc:
-            resp.close()
-            raise PromError(f"{exc} from {self.where}{path} (max_answer_mib = {self.settings.max_answer_mib}); "
-                            f"reading stopped") from None
-        except NotJson as exc:
-            resp.close()
-            raise PromError(f"HTTP {resp.status} from {self.where}{path}: {exc}: not a Prometheus API answer") from None
+        return await read_answer(resp, self.max_answer, limit_mib=self.settings.max_answer_mib, where=self.where,
+                                 path=path, api="a Prometheus", error=PromError)
 
     async def query_raw(self, expr: str, at: float | None = None) -> bytes:
         form = {"query": expr}
