@@ -214,6 +214,62 @@ async def plans_shots() -> list[Path]:
     return out
 
 
+async def checks_shots() -> list[Path]:
+    """Health checks (docs/health-checks.md) on the demo node with a critical GPU finding: the check picker
+    and its preview (``K``), the failed diag offering the drain, the resume the gate holds (with the
+    override field), and the node panel listing the result and what the gate holds the node for."""
+    from hpctui.model.action import ActionKind
+    from hpctui.ui.messages import ActionRequested
+    from hpctui.ui.screens.action_dialog import ActionDialog
+
+    out: list[Path] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=(140, 44)) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            s = runtime.health_settings
+            node = sorted({f.object.split("/")[1] for f in runtime.findings()
+                           if f.object.startswith("gpu/") and s.gates(f.object, f.code, f.severity)})[0]
+            app.dashboard.heatmap.select(node)
+            app.dashboard.heatmap.focus()
+            await pilot.press("K")
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("checks-picker.svg", str(OUT))))
+            dialog = app.screen
+            assert isinstance(dialog, ActionDialog)
+            dialog.query_one("#run").press()  # type: ignore[attr-defined]
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if dialog.result is not None:
+                    break
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("checks-failed-offers-drain.svg", str(OUT))))
+            await pilot.press("escape")
+            await pilot.pause()
+            app.post_message(ActionRequested(ActionKind.RESUME_NODES, (node,), {}))
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("checks-resume-gated.svg", str(OUT))))
+            await pilot.press("escape")
+            await pilot.pause()
+            app.dashboard.gpu_panel.redraw()
+            await pilot.pause()
+            out.append(Path(app.save_screenshot("checks-node-panel.svg", str(OUT))))
+    return out
+
+
+async def checks_main() -> None:
+    OUT.mkdir(exist_ok=True)
+    paths = await checks_shots()
+    if "--png" in sys.argv:
+        to_png(paths)
+    for path in paths:
+        print(path.relative_to(ROOT))
+
+
 async def redrain_shot() -> Path:
     """Draining gpu0007 again (demo seed 1: drained by root, "xid 79 gpu3 - RMA ticket 4411") with
     the problem list focused (the key acts on the node ``g`` selected): the dialog says what is
@@ -328,6 +384,28 @@ async def nav_shots() -> list[Path]:
     ]
 
 
+async def storage_shots() -> list[Path]:
+    """Issue #27: the problem list with the storage groups (the demo's Ceph in HEALTH_WARN with osd.17 down, an
+    S3 endpoint refusing the key), the cursor on the last row so the groups after the nodes are in view."""
+    from hpctui.ui.widgets.problems import ProblemsPane
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = demo_runtime(size=64, seed=SEED, clock=lambda: FIXED, start_time=FIXED,
+                               audit_path=Path(tmp) / "audit.jsonl")
+        app = HpcApp(runtime, autostart=False)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await runtime.collect_once()
+            app.refresh_from_store()
+            await pilot.pause()
+            app.dashboard.show_view("problems")
+            await pilot.pause()
+            table = app.screen.query_one(ProblemsPane).problems
+            table.focus()
+            await pilot.press("end")
+            await pilot.pause()
+            return [Path(app.save_screenshot("problems-storage.svg", str(OUT)))]
+
+
 # layout: the dashboard at each terminal size (issue #12), and the narrow layout's node tab.
 LAYOUT_SIZES = ((80, 24), (120, 40), (200, 60), (300, 80))
 
@@ -352,8 +430,8 @@ def to_png(paths: list[Path]) -> None:
 
 
 async def main() -> None:
-    if sys.argv[1:2] in (["wall"], ["triage"]):  # only the wall display's (or issue #22's triage) shots
-        paths = await (wall_shots() if sys.argv[1] == "wall" else triage_shots())
+    if sys.argv[1:2] in (["wall"], ["triage"], ["storage"]):  # only the wall display's (issue #22's, #27's) shots
+        paths = await {"wall": wall_shots, "triage": triage_shots, "storage": storage_shots}[sys.argv[1]]()
         if "--png" in sys.argv:
             to_png(paths)
         for path in paths:
@@ -379,6 +457,7 @@ async def main() -> None:
     shots += await shoot_mig()
     shots += await plans_shots()
     shots.append(await redrain_shot())
+    shots += await checks_shots()
     shots += await layout_shots()
     await main_visuals()
     if "--png" in sys.argv:
@@ -451,5 +530,5 @@ async def views_main() -> None:
 
 if __name__ == "__main__":
     # `python scripts/screenshots.py [views|visuals|wall|triage|redrain] [--png]`: all shots, or one group of them
-    only = {"views": views_main, "visuals": main_visuals, "redrain": redrain_main}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
+    only = {"views": views_main, "visuals": main_visuals, "redrain": redrain_main, "checks": checks_main}.get(sys.argv[1] if sys.argv[1:] else "")  # or --png
     asyncio.run(only() if only is not None else main())

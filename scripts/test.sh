@@ -17,6 +17,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     bash .ci/ssh-deps.sh
     bash .ci/prom-deps.sh
     bash .ci/alertmanager-deps.sh
+    bash .ci/ceph-deps.sh
     bash .ci/browser-deps.sh
 elif [ "${CI:-}" = true ]; then
     echo "scripts/test.sh: CI needs root to install the Slurm test bed" >&2; exit 1

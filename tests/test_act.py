@@ -120,7 +120,8 @@ async def test_yes_runs_and_json_reports_per_target(tmp_path: Path) -> None:
 async def test_some_failed_exits_1(tmp_path: Path) -> None:
     rt = runtime(tmp_path)
     # resuming a node that is not drained: Slurm (and the demo) answers "Invalid node state specified"
-    rc, out, _, _ = await drive(rt, ActionKind.RESUME_NODES, "gpu0004", yes=True)
+    # (override: gpu0004's critical GPU finding would hold it at the health-check gate, a refusal, exit 2)
+    rc, out, _, _ = await drive(rt, ActionKind.RESUME_NODES, "gpu0004", {"override": "test: past the gate"}, yes=True)
     assert rc == 1 and "FAIL gpu0004: Invalid node state specified" in out
 
 

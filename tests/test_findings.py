@@ -6,7 +6,7 @@ import msgspec
 
 from hpctui.core.frame import Frame
 from hpctui.core.store import Store
-from hpctui.findings.health import Thresholds, all_findings, node_findings
+from hpctui.findings.health import Thresholds, all_findings, mount_findings, node_findings
 from hpctui.findings.index import FindingsCache, FindingsIndex
 from hpctui.model import ClusterSnapshot
 from hpctui.sim import SimCluster
@@ -84,11 +84,14 @@ def test_readers_agree_with_the_rules() -> None:
     mounts = [m for ms in snap.mounts.values() for m in ms]
     ib, mnt = ib_node_rows(T), mount_node_rows(T)
     frame = Frame.of(snap, T)
-    assert ib(frame, None) == severity_first([link_row(p) for p in ports])
-    assert ib(frame, None) == severity_first([link_row(p) for p in ports])  # second call: reused rows
-    assert mnt(frame, None) == severity_first([mount_row(m) for m in mounts])
+    fabric = snap.fabric  # the demo's cabling: every row names its switch port
+    assert ib(frame, None) == severity_first([link_row(p, None, fabric) for p in ports])
+    assert ib(frame, None) == severity_first([link_row(p, None, fabric) for p in ports])  # second call: reused rows
+    assert all(r.remote for r in ib(frame, None))
+    # (a CephFS mount's finding names its cluster: the rule reads the snapshot's Ceph health)
+    assert mnt(frame, None) == severity_first([mount_row(m, mount_findings(m, snap.ceph)) for m in mounts])
     name = names[0]
-    assert ib(frame, name) == severity_first([link_row(p) for p in snap.ib.get(name, ())])
+    assert ib(frame, name) == severity_first([link_row(p, None, fabric) for p in snap.ib.get(name, ())])
 
 
 def test_a_platform_pod_or_a_stopped_job_changes_an_otherwise_unchanged_node() -> None:

@@ -30,7 +30,7 @@ def test_one_frame_per_version_with_its_findings(tmp_path: Path) -> None:
     assert frame.version == runtime.store.version and frame.data_version == runtime.store.data_version
     assert frame.snapshot is runtime.store.snapshot()
     assert runtime.findings() is frame.findings and runtime.findings(frame.snapshot) is frame.findings
-    assert frame.findings.by_node == Frame.of(frame.snapshot, runtime.thresholds).findings.by_node
+    assert frame.findings.by_node == Frame.of(frame.snapshot, runtime.thresholds, idle=frame.idle).findings.by_node
     assert frame.health is frame.snapshot.sources
     with pytest.raises(AttributeError):
         frame.version = 99  # type: ignore[misc]  # frozen

@@ -69,9 +69,12 @@ def _lab(tmp_path: Path, *, hang: str = "") -> Path:
             _tool(bin_dir, name, f'echo $$ > "{tmp_path}/{name}.pid"\nsleep 600\necho never')
         else:
             _tool(bin_dir, name, f'cat "{fixture}"')
-    # scontrol answers the refresh's partition query; an action (scontrol update …) hangs
+    # scontrol answers the refresh's partition and reservation reads, refuses its other reads (topology);
+    # an action (scontrol update …) hangs
     _tool(bin_dir, "scontrol", f'case "$*" in *"show partition"*) cat "{FIX / "cli_scontrol_show_partition_oneliner.txt"}"; '
-                               f'exit 0;; esac\necho $$ > "{tmp_path}/scontrol.pid"\nsleep 600')
+                               f'exit 0;; *"show reservation"*) cat "{FIX / "cli_25.11_scontrol_show_reservation.json"}"; '
+                               f'exit 0;; *update*) ;; *) echo "scontrol: error: not in this lab" >&2; exit 1;; esac\n'
+                               f'echo $$ > "{tmp_path}/scontrol.pid"\nsleep 600')
     cfg = tmp_path / "lab.toml"
     cfg.write_text(textwrap.dedent(f"""
         audit_log = "{tmp_path / 'audit.jsonl'}"

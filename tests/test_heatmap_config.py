@@ -19,7 +19,7 @@ def test_heatmap_settings_load() -> None:
 
 
 @pytest.mark.parametrize(("table", "expected"), [
-    ({"group_by": "switch"}, "heatmap.group_by: 'switch' is not one of none, partition, rack, model"),
+    ({"group_by": "spine"}, "heatmap.group_by: 'spine' is not one of none, partition, rack, model, switch"),
     ({"palette": "rainbow"}, "heatmap.palette"),
     ({"racks": {"r01": "gpu[0001-"}}, "heatmap.racks.r01: not a hostlist"),
     ({"problems_first": "yes"}, "heatmap.problems_first: expected `bool"),

@@ -60,7 +60,8 @@ def test_source_result_parts_are_what_it_provides() -> None:
     r = SourceResult(source="s", time=1.0, slurm_nodes={}, gpus={}, probes={}, slurm_jobs=())
     assert r.parts() == [Part.SLURM_NODES, Part.SLURM_JOBS, Part.GPUS, Part.PROBES]  # empty = provided, none there
     every = SourceResult(source="s", time=1.0, **{p.value: {} for p in Part})  # type: ignore[arg-type]
-    assert every.parts() == list(Part) and len(list(Part)) == 17  # + nvswitches (#21), alerts and silences (#25)
+    assert every.parts() == list(Part) and len(list(Part)) == 23  # + nvswitches (#21), alerts and silences (#25),
+    # reservations (#24), fabric, quotas, volumes, ceph and object stores (#27)
 
 
 def test_part_age_and_errors() -> None:

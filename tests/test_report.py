@@ -64,14 +64,20 @@ async def incident(tmp_path: Path) -> tuple[Runtime, ClusterSnapshot, dict[str, 
     plan = rt.executor.plan(ActionKind.DRAIN_NODES, ["gpu0003"], {"reason": f"{printable} token={TOKEN}"}, snap)
     assert plan.runnable, plan.errors
     assert (await rt.executor.execute(plan, confirmation=True)).ok
+    check = rt.executor.plan(ActionKind.HEALTH_CHECK, ["gpu[0003,0005]"], {"check": "dcgm-r2"}, snap)
+    assert check.runnable, check.errors
+    await rt.executor.execute(check, confirmation=True)  # the demo's nodes answer with recorded outputs
     await rt.collect_once()
+    xid = rt.sources[0].sim.place.xid_node  # type: ignore[attr-defined]
+    records = [await rt.node_record(n, 30 * 86400) for n in ("gpu0003", xid)]  # the drain above; Xid 79 history
     await rt.stop()
     snap = rt.store.snapshot()
     nodes, jobs = scope(snap, "gpu[0001,0003,0005]", None)
     doc = build_report(snap, nodes=nodes, jobs=jobs, since_s=3600, thresholds=rt.thresholds,
                        history=rt.store.history.get, series=rt.store.series,
                        audit=rt.executor.audit.read(intents=True) if rt.executor.audit else [],
-                       secrets=rt.secrets, user="alice", host="ops1")
+                       secrets=rt.secrets, user="alice", host="ops1", checks=rt.check_history,
+                       held=rt.check_marks, node_records=records)
     return rt, snap, doc
 
 
@@ -128,8 +134,17 @@ async def test_content_matches_the_snapshot_field_by_field(tmp_path: Path) -> No
     assert {"slurm", "kernel", "action"} <= sources
     times = [e["time"] for e in timeline if e["time"] is not None]  # type: ignore[attr-defined]
     assert times == sorted(times)
-    [action] = doc["actions"]  # type: ignore[misc]
+    action, check = doc["actions"]  # type: ignore[misc]
     assert action["action"] == "drain" and action["targets"] == ["gpu0003"] and action["outcome"] == "1/1 ok"
+    assert check["action"] == "check" and check["targets"] == ["gpu0003", "gpu0005"]
+    # the health checks: each node's kept result (gpu0003's GPU 5 ECC errors fail DCGM's memory test there),
+    # on the timeline too, and what the resume gate holds gpu0003 for
+    rows = {r["node"]: r for r in doc["health_checks"]}  # type: ignore[attr-defined]
+    assert rows["gpu0005"]["status"] == "passed" and rows["gpu0005"]["summary"] == "diag r2 passed (4 tests)"
+    assert rows["gpu0003"]["status"] == "failed" and rows["gpu0003"]["failed"][0].startswith("memory GPU 5: Detected")
+    assert "check" in sources
+    held = {r["name"]: r["resume_held_for"] for r in doc["nodes"]}  # type: ignore[attr-defined]
+    assert held["gpu0005"] == [] and held["gpu0003"][0]["domain"] == "gpu"
     # charts from the store's per-GPU/per-port history (10+ samples): one series per GPU and per port
     assert set(doc["charts"]) == {"gpu0001", "gpu0003", "gpu0005"}  # type: ignore[arg-type]
     by_metric = {c["metric"]: c for c in doc["charts"]["gpu0003"]}  # type: ignore[index]

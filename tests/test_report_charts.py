@@ -70,10 +70,11 @@ def test_one_line_per_gpu_and_the_hot_one_highlighted(demo_doc: dict[str, Any]) 
     assert hot["max"] >= 85 > max(s["max"] for s in others)  # the node mean (~71 °C) would hide it
     assert temp["y"]["min"] <= min(s["min"] for s in temp["series"]) and temp["y"]["max"] >= hot["max"]
     assert temp["unit"] == "°C" and chart(demo_doc, "gpu0052", "util")["unit"] == "%"
-    # every chart of the node marks the same GPU; the Xid node its lost GPU; the IB node its down port
+    # every chart of the node marks the same GPU; the Xid node its lost GPU; the IB node its down ports
     assert all(highlighted(c) == ["GPU 6"] for c in demo_doc["charts"]["gpu0052"] if c["kind"] == "gpu")
     assert highlighted(chart(demo_doc, "gpu0007", "temp")) == ["GPU 3"]
-    assert highlighted(chart(demo_doc, "gpu0025", "err")) == ["mlx5_2:1"]
+    # the flapping node's own down port, and its first port, which flaps with the demo's faulty leaf switch
+    assert highlighted(chart(demo_doc, "gpu0025", "err")) == ["mlx5_0:1", "mlx5_2:1"]
     assert sorted(s["label"] for s in chart(demo_doc, "gpu0025", "rx")["series"]) == [f"mlx5_{i}:1" for i in range(8)]
     assert "highlighted GPU 6 (GPU 6 at " in report_charts.caption(temp)
 

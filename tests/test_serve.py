@@ -11,6 +11,7 @@ import hmac
 import logging
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -270,8 +271,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def app_processes(server: subprocess.Popen[bytes]) -> list[int]:
-    """The server's live children: one ``hpctui`` app per accepted websocket."""
+def children(server: subprocess.Popen[bytes]) -> list[int]:
+    """The server's live children."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -280,6 +281,20 @@ def app_processes(server: subprocess.Popen[bytes]) -> list[int]:
                 if fields[0] != "Z" and int(fields[1]) == server.pid:
                     out.append(int(entry.name))
     return out
+
+
+def is_collector(pid: int) -> bool:
+    return " collector --socket " in cmdline(pid)
+
+
+def app_processes(server: subprocess.Popen[bytes]) -> list[int]:
+    """The server's live children but its shared collector: one ``hpctui`` app per accepted websocket."""
+    return [pid for pid in children(server) if not is_collector(pid)]
+
+
+def collectors(server: subprocess.Popen[bytes]) -> list[int]:
+    """The server's collector processes (``hpctui collector``): one, whatever the tabs."""
+    return [pid for pid in children(server) if is_collector(pid)]
 
 
 def group_of(server: subprocess.Popen[bytes]) -> list[int]:
@@ -299,15 +314,22 @@ def cmdline(pid: int) -> str:
     return "?"
 
 
+DEMO = ("--demo", "--demo-size", "8")
+
+
 @contextlib.contextmanager
-def served(tmp_path: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen[bytes], Path]]:
-    """``hpctui serve --demo --demo-size 8 EXTRA`` on a free loopback port (own session, HOME and XDG
-    dirs under tmp_path); (port, process, log). Stopped by pid; its process group must be empty after."""
+def served(tmp_path: Path, *extra: str, source: tuple[str, ...] = DEMO,
+           ) -> Iterator[tuple[int, subprocess.Popen[bytes], Path]]:
+    """``hpctui serve SOURCE EXTRA`` (SOURCE: ``--demo --demo-size 8``) on a free loopback port (own
+    session, HOME and XDG dirs under tmp_path, the collector's socket too); (port, process, log).
+    Stopped by pid; its process group must be empty after, and the socket's directory gone."""
     port, log_path = free_port(), tmp_path / "serve.log"
+    runtime_dir = tmp_path / "run"
+    runtime_dir.mkdir(mode=0o700, exist_ok=True)
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONPATH": str(ROOT)}
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_RUNTIME_DIR": str(runtime_dir), "PYTHONPATH": str(ROOT)}
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "hpctui", "serve", "--demo", "--demo-size", "8", "--port",
+        proc = subprocess.Popen([sys.executable, "-m", "hpctui", "serve", *source, "--port",
                                  str(port), *extra], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
@@ -336,6 +358,7 @@ def served(tmp_path: Path, *extra: str) -> Iterator[tuple[int, subprocess.Popen[
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         assert not left, f"processes left behind by hpctui serve: {left}; log: {log_path.read_text()[-3000:]}"
+        assert not list(runtime_dir.iterdir()), "the collector's socket directory is removed"
 
 
 async def refused(session: aiohttp.ClientSession, url: str, **kwargs: object) -> int:
@@ -459,3 +482,102 @@ def test_the_served_page_focuses_the_terminal_on_load() -> None:
     assert out.index(FOCUS_SCRIPT) < out.index("</body>") and out.count("<script>") == 1
     assert ".xterm-helper-textarea" in FOCUS_SCRIPT and "addEventListener(\"load\"" in FOCUS_SCRIPT
     assert with_focus_script("<p>no body</p>").endswith(FOCUS_SCRIPT)
+
+
+# --- one collector for every tab (hpctui.core.collector_hub) -------------------------------------------------------
+
+SLURM_FIX = ROOT / "tests" / "fixtures" / "slurm"
+
+
+def slurm_lab(tmp_path: Path) -> Path:
+    """A config whose Slurm tools (shell scripts via ``bin_dir``) answer from fixtures and log each
+    call as ``<pid of the hpctui process that ran it> <tool>`` to ``calls.log``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    answers = {"sinfo": "cat " + shlex.quote(str(SLURM_FIX / "cli_sinfo.json")),
+               "squeue": "cat " + shlex.quote(str(SLURM_FIX / "cli_squeue.json")),
+               "sdiag": "cat " + shlex.quote(str(SLURM_FIX / "cli_sdiag.txt")),
+               "scontrol": (f'case "$*" in *"show partition"*) cat "{SLURM_FIX / "cli_scontrol_show_partition_oneliner.txt"}";; '
+                            f'*"show reservation"*) cat "{SLURM_FIX / "cli_25.11_scontrol_show_reservation.json"}";; '
+                            '*) echo "scontrol: error: not in this lab" >&2; exit 1;; esac')}
+    for name, answer in answers.items():
+        tool = bin_dir / name
+        tool.write_text(f'#!/bin/sh\necho "$PPID {name}" >> "{calls}"\n{answer}\n')
+        tool.chmod(0o755)
+    config = tmp_path / "lab.toml"
+    config.write_text(f'audit_log = "{tmp_path / "audit.jsonl"}"\n[clusters.lab]\n'
+                      f'sources = [{{ kind = "slurm", backend = "cli", bin_dir = "{bin_dir}", interval_s = 1 }}]\n')
+    return config
+
+
+def slurm_callers(tmp_path: Path) -> list[int]:
+    """The pid of the process behind each logged Slurm call, in order."""
+    path = tmp_path / "calls.log"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [int(line.split()[0]) for line in lines if line.split() and line.split()[0].isdigit()]
+
+
+@pytest.mark.live
+async def test_live_tabs_share_one_collector(tmp_path: Path) -> None:
+    """Three tabs, one collector: every Slurm call comes from the collector process, none from a tab's app;
+    the collector killed is started again, the tabs live on and are fed by the new one."""
+    tabs = 3
+    with served(tmp_path, source=("--config", str(slurm_lab(tmp_path)))) as (port, server, log):
+        ws_url, own = f"ws://127.0.0.1:{port}/ws", f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            sockets = [await session.ws_connect(ws_url, origin=own) for _ in range(tabs)]
+            for ws in sockets:
+                assert await first_bytes(ws)
+            assert await wait_until(lambda: len(app_processes(server)) == tabs)
+            [collector] = collectors(server)
+            apps = app_processes(server)
+            assert all(" --collector " in cmdline(pid) for pid in apps), [cmdline(pid) for pid in apps]
+            assert await wait_until(lambda: slurm_callers(tmp_path).count(collector) >= 12), log.read_text()[-2000:]
+            assert set(slurm_callers(tmp_path)) == {collector}, "every Slurm call came from the one collector"
+
+            os.kill(collector, signal.SIGKILL)  # the collector dies: hpctui serve starts another
+            assert await wait_until(lambda: len(collectors(server)) == 1 and collectors(server) != [collector],
+                                    timeout=60), log.read_text()[-2000:]
+            [second] = collectors(server)
+            assert await wait_until(lambda: second in slurm_callers(tmp_path))
+            assert set(slurm_callers(tmp_path)) == {collector, second}, "the tabs never polled, not even meanwhile"
+            assert sorted(app_processes(server)) == sorted(apps), "the tabs lived on"
+            assert "the collector exited" in log.read_text()
+            for ws in sockets:
+                await ws.close()
+
+
+@pytest.mark.live
+async def test_live_shared_collector_off_polls_per_tab(tmp_path: Path) -> None:
+    """``[serve] shared_collector = false``: no collector; each tab's app runs its own Slurm calls (the
+    contrast that shows the test above measures something)."""
+    config = slurm_lab(tmp_path)
+    config.write_text(config.read_text() + "[serve]\nshared_collector = false\n")
+    with served(tmp_path, source=("--config", str(config))) as (port, server, _log):
+        ws_url, own = f"ws://127.0.0.1:{port}/ws", f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            sockets = [await session.ws_connect(ws_url, origin=own) for _ in range(2)]
+            for ws in sockets:
+                assert await first_bytes(ws)
+            assert await wait_until(lambda: len(app_processes(server)) == 2)
+            assert collectors(server) == []
+            apps = set(app_processes(server))
+            assert await wait_until(lambda: apps <= set(slurm_callers(tmp_path))), "each tab polls on its own"
+            for ws in sockets:
+                await ws.close()
+
+
+def test_the_collector_runs_the_apps_sources_and_is_shared_unless_a_demo_may_act(tmp_path: Path) -> None:
+    from hpctui.cli.serve import collector_argv, shares_a_collector
+
+    config = write_config(tmp_path, "port = 9100")
+    args = parse("--config", str(config), "--cluster", "lab", "--wall", "--theme", "light", "--context", "k")
+    assert collector_argv(args) == ["--config", str(config.resolve()), "--cluster", "lab", "--context", "k"]
+    assert collector_argv(parse("--demo", "--demo-size", "32")) == ["--demo", "--demo-size", "32", "--seed", "0"]
+    demo = parse("--demo")
+    assert shares_a_collector(demo, read_only=True, source_kinds=["demo"])
+    assert not shares_a_collector(demo, read_only=False, source_kinds=["demo"]), "a tab's drain must show in it"
+    assert shares_a_collector(args, read_only=False, source_kinds=["slurm", "k8s"]), "actions on a real cluster"
+    off = write_config(tmp_path, "shared_collector = false")
+    assert not shares_a_collector(parse("--config", str(off)), read_only=True, source_kinds=["slurm"])

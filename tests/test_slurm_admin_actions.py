@@ -25,15 +25,31 @@ def _snap() -> ClusterSnapshot:
     return ClusterSnapshot(cluster="t", time=0.0, nodes=nodes, jobs=jobs)
 
 
+FIX = Path(__file__).parent / "fixtures" / "slurm"
+
+
 class RecordingRunner:
-    def __init__(self, rc: int = 0, stdout: bytes = b"", stderr: str = "") -> None:
+    """Answers every call alike, except the read-back of a reservation (``answers``: argv prefix → stdout)."""
+
+    def __init__(self, rc: int = 0, stdout: bytes = b"", stderr: str = "",
+                 answers: dict[tuple[str, ...], bytes] | None = None) -> None:
         self.argvs: list[tuple[str, ...]] = []
         self.rc, self.stdout, self.stderr = rc, stdout, stderr
+        self.answers = answers or {}
         self.calls: list[str] = []
 
     async def run(self, argv: list[str], *, timeout_s: float | None = None) -> RunResult:
         self.argvs.append(tuple(argv))
-        return RunResult(argv=tuple(argv), rc=self.rc, stdout=self.stdout, stderr=self.stderr, duration_s=0.0)
+        out = next((v for k, v in self.answers.items() if tuple(argv[:len(k)]) == k), self.stdout)
+        return RunResult(argv=tuple(argv), rc=self.rc, stdout=out, stderr=self.stderr, duration_s=0.0)
+
+
+# what 22.05 printed for a reservation like fw_upgrade (tests/fixtures/slurm/cli_scontrol_show_reservation_oneliner.txt)
+READ_BACK = (b"ReservationName=fw_upgrade StartTime=2026-12-02T08:00:00 EndTime=2026-12-02T12:00:00 Duration=04:00:00 "
+             b"Nodes=gpu[01-02] NodeCnt=2 CoreCnt=128 Features=(null) PartitionName=(null) "
+             b"Flags=MAINT,IGNORE_JOBS,SPEC_NODES TRES=cpu=128 Users=root Groups=(null) Accounts=(null) "
+             b"Licenses=(null) State=INACTIVE BurstBuffer=(null) Watts=n/a MaxStartDelay=(null)\n")
+SHOW_RESV = ("scontrol", "-o", "show", "reservation")
 
 
 def _executor(tmp_path: Path, runner: RecordingRunner, read_only: bool = False) -> ActionExecutor:
@@ -43,7 +59,7 @@ def _executor(tmp_path: Path, runner: RecordingRunner, read_only: bool = False) 
 
 
 async def test_maintenance_reservation_plan_and_run(tmp_path: Path) -> None:
-    runner = RecordingRunner(stdout=b"Reservation created: fw_upgrade\n")
+    runner = RecordingRunner(stdout=b"Reservation created: fw_upgrade\n", answers={SHOW_RESV: READ_BACK})
     ex = _executor(tmp_path, runner)
     plan = ex.plan(ActionKind.RESERVE_MAINT, ["gpu[01-02]"],
                    {"name": "fw_upgrade", "start": "2026-12-02T08:00", "duration": "4:00:00"}, _snap())
@@ -55,12 +71,28 @@ async def test_maintenance_reservation_plan_and_run(tmp_path: Path) -> None:
     assert any("IGNORE_JOBS" in w for w in plan.warnings)
     assert plan.confirm_word == "reserve_maint-2"
     result = await ex.execute(plan, confirmation="reserve_maint-2")
-    assert result.ok and [r.message for r in result.results] == ["Reservation created: fw_upgrade"] * 2
+    assert result.ok, [r.message for r in result.results]
+    assert all(r.message.startswith("Reservation created: fw_upgrade; read back: fw_upgrade on gpu[01-02], ")
+               and r.message.endswith("flags MAINT,IGNORE_JOBS,SPEC_NODES") for r in result.results)
     assert runner.argvs == [("scontrol", "create", "reservation", "ReservationName=fw_upgrade", "Nodes=gpu[01-02]",
                              "StartTime=2026-12-02T08:00", "Duration=4:00:00", "Users=root",
-                             "Flags=MAINT,IGNORE_JOBS")]
+                             "Flags=MAINT,IGNORE_JOBS"), (*SHOW_RESV, "fw_upgrade")]
     [record] = AuditLog(tmp_path / "audit.jsonl").read()
     assert record["action"] == "reserve_maint" and record["commands"] == list(plan.commands)
+
+
+async def test_reservation_not_read_back_is_a_failure(tmp_path: Path) -> None:
+    """scontrol said "created" but Slurm shows no such reservation, or not on every node: not ok (old code: ok)."""
+    runner = RecordingRunner(stdout=b"Reservation created: fw_upgrade\n",
+                             answers={SHOW_RESV: b"No reservations in the system\n"})
+    ex = _executor(tmp_path, runner)
+    plan = ex.plan(ActionKind.RESERVE_MAINT, ["gpu[01-02]"], {"name": "fw_upgrade", "duration": "60"}, _snap())
+    result = await ex.execute(plan, confirmation="reserve_maint-2")
+    assert not result.ok and all("Slurm shows no reservation fw_upgrade" in r.message for r in result.results)
+    runner.answers = {SHOW_RESV: READ_BACK.replace(b"Nodes=gpu[01-02] NodeCnt=2", b"Nodes=gpu01 NodeCnt=1")}
+    result = await ex.execute(plan, confirmation="reserve_maint-2")
+    by = {r.target: r for r in result.results}
+    assert by["gpu01"].ok and not by["gpu02"].ok and "gpu02 is not in it" in by["gpu02"].message
 
 
 async def test_reservation_defaults_end_time_and_failures(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_cli_big_squeue_json_is_parsed_in_a_thread(tmp_path: Path) -> None:
         return await real(fn, *args)
 
     async def go() -> None:
-        src = cli_source(tmp_path)
+        src = cli_source(tmp_path, queue_read="json")  # the JSON read (the hybrid's text parse goes to a thread too)
         slurm_backend.asyncio.to_thread = spy  # type: ignore[assignment]
         try:
             r = await src.collect()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import msgspec
 import pytest
 
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo
@@ -334,13 +335,18 @@ Latency for 1000 calls to gettimeofday(): 20 microseconds
 
 
 def test_sdiag_text_whole_record() -> None:
-    assert parse_sdiag_text(SDIAG) == ControllerHealth(
+    got = parse_sdiag_text(SDIAG)
+    # the summary fields; the full statistics (the :scheduler view's, tests/test_slurm_scheduler.py) ride along
+    assert msgspec.structs.replace(got, stats=None) == ControllerHealth(
         reachable=True, server_thread_count=3, agent_queue_size=2, jobs_pending=5, jobs_running=4,
         last_backfill_cycle_s=0.133, mean_schedule_cycle_us=819.0, detail="7 messages queued for slurmdbd")
+    assert got.stats is not None and got.stats.server_thread_count == 3 and got.stats.agent_queue_size == 2
 
 
 def test_sdiag_text_minimal_and_broken() -> None:
-    assert parse_sdiag_text("Server thread count: 1\n") == ControllerHealth(reachable=True, server_thread_count=1)
+    minimal = parse_sdiag_text("Server thread count: 1\n")
+    assert msgspec.structs.replace(minimal, stats=None) == ControllerHealth(reachable=True, server_thread_count=1)
+    assert minimal.stats is not None and minimal.stats.server_thread_count == 1
     with pytest.raises(SlurmParseError, match="no 'Server thread count' line"):
         parse_sdiag_text("sdiag: error: Unable to contact slurm controller\n")
     with pytest.raises(SlurmParseError):

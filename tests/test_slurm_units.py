@@ -148,7 +148,9 @@ def test_pyslurm_backend_with_fake_module(monkeypatch: pytest.MonkeyPatch) -> No
     async def go() -> None:
         src = build_slurm_source(SlurmSettings(backend="pyslurm"))
         r = await src.collect()
-        assert src.calls == ["pyslurm.Nodes.load()", "pyslurm.Jobs.load()"]
+        # pyslurm reads nodes and jobs; the reservations read beside them goes through scontrol
+        assert [c for c in src.calls if c.startswith("pyslurm.")] == ["pyslurm.Nodes.load()", "pyslurm.Jobs.load()"]
+        assert [c for c in src.calls if not c.startswith("pyslurm.")] == ["scontrol --json show reservation"]
         assert set(r.slurm_nodes or {}) == {"gpu01", "gpu02"} and (r.slurm_nodes or {})["gpu01"].gpus_total == 8
         assert [j.job_id for j in r.slurm_jobs or ()] == [12, 13]
         snap = ClusterSnapshot(cluster="t", time=0, jobs=r.slurm_jobs or (),

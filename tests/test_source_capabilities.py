@@ -45,9 +45,13 @@ def test_each_kind_provides_exactly_what_it_declares(kind: str, no_network: None
 
 def test_the_registry_names_its_abilities() -> None:
     provides = {k: {p.__name__ for p in e.provides} for k, e in SOURCE_KINDS.items()}
-    assert provides["prometheus"] == {"HistoryProvider"}
-    assert provides["k8s"] == {"ActionBackend", "PodInspector"}
-    assert provides["slurm"] == {"ActionBackend", "AccountingProvider"}
+    assert provides["prometheus"] == {"HistoryProvider", "DetailFocus"}
+    assert provides["k8s"] == {"ActionBackend", "PodInspector", "PodShell", "PodLogFollower"}
+    assert provides["slurm"] == {"ActionBackend", "AccountingProvider", "JobAccounting", "JobShell", "JobOutputResolver",
+                                 "JobOutlookProvider"}
+    assert provides["demo"] == {"ActionBackend", "AccountingProvider", "JobAccounting", "JobOutlookProvider"}
+    assert provides["ssh"] == {"NodeShell", "NodeLogReader"}
+    assert provides["loki"] == {"LogQuerier"}
     assert provides["nvml"] == set()
 
 

@@ -253,10 +253,10 @@ def test_cli_source_reads_partitions_with_one_scontrol_call(tmp_path: Path) -> N
                                 "\nexit 1")
 
     async def go() -> None:
-        src = build_slurm_source(SlurmSettings(backend="cli", bin_dir=str(tmp_path)))
-        r = await src.collect()
+        src = build_slurm_source(SlurmSettings(backend="cli", bin_dir=str(tmp_path), queue_read="json"))
+        r = await src.collect()  # (queue_read auto would add the hybrid's text call to the first refresh)
         assert [p.name for p in r.partitions or ()] == ["cpu", "gpu", "debug"]
-        assert src.calls.count("scontrol -o show partition") == 1 and len(src.calls) == 4
+        assert src.calls.count("scontrol -o show partition") == 1 and len(src.calls) == 6  # + reservations, the topology (once)
         _tool(tmp_path, "scontrol", "echo 'slurm_load_partitions: Access denied' >&2; exit 1")
         r = await src.collect()  # partitions are optional: nodes and jobs stay, a warning says why
         assert r.partitions is None and r.slurm_nodes and r.slurm_jobs

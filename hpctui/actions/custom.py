@@ -56,6 +56,7 @@ from hpctui.model.output import MAX_OUTPUT_BYTES, NodeOutput, clean_output, read
 
 if TYPE_CHECKING:
     from hpctui.actions.ports import WorkflowPort
+    from hpctui.findings.idle import IdleSettings
     from hpctui.model import ClusterSnapshot, Pod, SlurmJob
     from hpctui.sources.capabilities import CommandRunner
 
@@ -188,6 +189,18 @@ def check_actions(actions: Sequence[CustomActionSettings]) -> None:
             if other:
                 raise ValueError(f"custom_actions[{i}] ({action.name}): key {action.key!r} is taken by {other!r}")
             keys[(action.scope, action.key)] = action.name
+
+
+def idle_notify_actions(settings: IdleSettings) -> list[CustomActionSettings]:
+    """``[idle] notify_command`` / ``notify_pod_command`` as custom actions (scope jobs / pods, confirmed,
+    run here): the idle view's notify key runs them like any custom action (preview, confirm, audit)."""
+    from hpctui.findings.idle import NOTIFY_JOB_ACTION, NOTIFY_POD_ACTION
+
+    wanted: tuple[tuple[str, list[str], Scope], ...] = (
+        (NOTIFY_JOB_ACTION, settings.notify_command, "jobs"), (NOTIFY_POD_ACTION, settings.notify_pod_command, "pods"))
+    return [CustomActionSettings(name=name, command=list(argv), scope=scope, confirm=True,
+                                 description=f"Notify the owner of idle GPUs ({'job' if scope == 'jobs' else 'pod'})")
+            for name, argv, scope in wanted if argv]
 
 
 def find_action(actions: Sequence[CustomActionSettings], name: str) -> CustomActionSettings | None:

@@ -9,6 +9,7 @@ from hpctui.base.sanitize import clean_text
 from hpctui.model import Event, Severity
 from hpctui.model.action import JOB_ACTIONS, ActionKind, ActionResult
 from hpctui.model.hostlist import collect
+from hpctui.model.nodehistory import ORIGIN_AUDIT, NodeEvent
 
 
 def _object(kind: str, targets: Sequence[str], params: Mapping[str, object]) -> str:
@@ -74,3 +75,43 @@ def audit_warning_events(warnings: Iterable[str], time: float) -> list[Event]:
     view says so rather than silently showing less history."""
     return [Event(time=time, source="audit", object="action/audit-log", severity=Severity.WARNING,
                   message=clean_text(w)) for w in warnings]
+
+
+# Actions that are node events in a node's history, and the kind each one is.
+_NODE_EVENT_KINDS = {"drain": "drain", "resume": "resume", "reboot": "reboot", "cordon": "cordon",
+                     "uncordon": "uncordon", "k8s_drain": "cordon"}
+
+
+def audit_node_events(records: Iterable[Mapping[str, object]], cluster: str) -> list[NodeEvent]:
+    """The audit outcome records of ``cluster`` that changed nodes (drain, resume, reboot, cordon,
+    uncordon, k8s_drain), one :class:`NodeEvent` per node it succeeded on, with who ran it and its
+    reason. A hybrid drain (a Slurm step and a cordon step) counts as one drain per node; refused
+    actions and failed targets are left out; unreadable records are skipped."""
+    from hpctui.model.hostlist import HostlistError, expand
+
+    out: list[NodeEvent] = []
+    for rec in records:
+        try:
+            if rec.get("cluster") != cluster or rec.get("refused") or rec.get("phase") not in (None, "outcome"):
+                continue
+            kind = _NODE_EVENT_KINDS.get(str(rec.get("action")))
+            when = rec.get("finished") or rec.get("time")
+            raw_results = rec.get("results") or []
+            params = rec.get("params") or {}
+            if kind is None or not isinstance(when, (int, float)) or not isinstance(raw_results, list):
+                continue
+            reason = params.get("reason") if isinstance(params, dict) else None
+            for r in raw_results:
+                if not isinstance(r, dict) or not r.get("ok"):
+                    continue
+                try:
+                    names = expand(str(r.get("target")))
+                except HostlistError:
+                    continue
+                for name in names:
+                    out.append(NodeEvent(node=clean_text(name), kind=kind, time=float(when), origin=ORIGIN_AUDIT,
+                                         user=clean_text(str(rec.get("user", "?"))),
+                                         reason=clean_text(str(reason)) if reason else None))
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return out

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from hpctui.actions.audit import AuditLog, user_fields
+from hpctui.actions.checks.gate import OVERRIDE, GateOutcome, gate_messages, node_names
+from hpctui.actions.checks.settings import HealthCheckSettings
 from hpctui.actions.plans import ActionSettings, Existing, compose, hybrid_plan, preview_warnings, prior_states
 from hpctui.actions.silences import with_silences
 from hpctui.base.identity import os_user
@@ -38,7 +40,10 @@ from hpctui.model.hostlist import HostlistError, expand
 from hpctui.sources.base import ActionBackend, ReportingBackend
 
 if TYPE_CHECKING:
+    from hpctui.actions.checks.ledger import CheckLedger
     from hpctui.findings.index import FindingsIndex
+
+GATED = frozenset({ActionKind.RESUME_NODES, ActionKind.UNCORDON_NODES})  # the resume gate (hpctui.actions.checks)
 
 
 # Extra fields for an action's outcome record: fixed, or computed from the result (a custom action's folds).
@@ -66,16 +71,22 @@ class ActionExecutor:
         clock: Callable[[], float] = time.time,
         settings: ActionSettings | None = None,
         findings: Callable[[ClusterSnapshot], FindingsIndex] | None = None,
+        checks: CheckLedger | None = None,
+        health: HealthCheckSettings | None = None,
     ) -> None:
         self.backends = list(backends)
         self.settings = settings or ActionSettings()  # [actions]: where drain/resume act (hpctui.actions.plans)
         self.findings = findings  # the runtime's shared findings (preview warnings); None: default thresholds
+        self.checks = checks  # health-check results and critical findings per node: the resume gate
+        self.health = health or HealthCheckSettings()  # [health_checks]: the gate's rules
         self.audit = audit
         self.cluster = cluster
         self.read_only = read_only
         self.user = user or os_user()
         self.user_extra = user_fields()
         self.clock = clock
+        # node -> what its history says against a resume/uncordon (hpctui.core.nodehistory); None: no history
+        self.history_advice: Callable[[str], str | None] | None = None
 
     def backend_for(self, kind: ActionKind) -> ActionBackend | None:
         for backend in self.backends:
@@ -126,6 +137,7 @@ class ActionExecutor:
         if self.read_only:
             errors.append("read-only mode: actions are disabled")
         mode = params.pop("reason_mode", "").strip().lower()
+        override = params.pop(OVERRIDE, "").strip() if kind in GATED else ""
         existing = Existing(kind, mode, prior_states(kind, clean, snapshot))
         for required in REQUIRED_PARAMS.get(kind, ()):
             if not params.get(required, "").strip() and not (required == "reason" and _all_kept(existing)):
@@ -154,9 +166,22 @@ class ActionExecutor:
         plan = with_silences(kind, plan, params, snapshot, self.settings, self.backend_for)
         said, mode_notes = existing.messages(snapshot.time)
         notes.extend(mode_notes)
-        warnings = preview_warnings(kind, plan.targets, snapshot, self._findings(kind, snapshot))
-        plan = msgspec.structs.replace(plan, previous=existing.previous,
-                                       params={**plan.params, "reason_mode": mode} if mode else plan.params)
+        findings = self._findings(kind, snapshot)
+        warnings = preview_warnings(kind, plan.targets, snapshot, findings, advice=self.history_advice)
+        gate = GateOutcome()
+        if kind in GATED and self.checks is not None:
+            gate = gate_messages(plan.targets or clean, findings, self.checks, self.health, override, self.clock())
+            errors.extend(gate.errors)
+            warnings.extend(gate.warnings)
+        elif kind is ActionKind.REBOOT_NODES and self.checks is not None and self.health.gate:
+            held = [n for n in node_names(plan.targets) if self.checks.blocking(n, self.health)]
+            if held:
+                warnings.append(f"{', '.join(held[:8])}{' …' if len(held) > 8 else ''}: held by the health-check gate; "
+                                "the reboot's nextstate=RESUME puts them back in service without a check "
+                                "(run one as soon as they are up, or drain them again)")
+        kept = {**({"reason_mode": mode} if mode else {}), **({OVERRIDE: override} if override else {})}
+        plan = msgspec.structs.replace(plan, previous=existing.previous, params={**plan.params, **kept},
+                                       held=tuple(gate.held))
         if errors or notes or warnings or said:  # what is already true first: it decides the rest
             plan = msgspec.structs.replace(plan, errors=tuple(dict.fromkeys((*errors, *plan.errors))),
                                            notes=tuple(dict.fromkeys((*notes, *plan.notes))),

@@ -148,9 +148,16 @@ def compose(kind: ActionKind, params: dict[str, str], steps: Sequence[ActionPlan
 # -- warnings when an action will fail or surprise ---------------------------------------------
 
 def preview_warnings(kind: ActionKind, targets: Sequence[str], snapshot: ClusterSnapshot,
-                     findings: FindingsIndex | None) -> list[str]:
-    """What the preview must say before the user confirms, whatever backend runs it."""
+                     findings: FindingsIndex | None, *, advice: Callable[[str], str | None] | None = None) -> list[str]:
+    """What the preview must say before the user confirms, whatever backend runs it. ``advice``: what
+    a node's history says against releasing it (``gpu01: resumed twice this week after Xid 79 —
+    consider RMA``; hpctui.core.nodehistory), asked for each node of a resume or uncordon."""
     out: list[str] = []
+    if kind in (ActionKind.RESUME_NODES, ActionKind.UNCORDON_NODES) and advice is not None:
+        for name in _node_names(targets):
+            said = advice(name)
+            if said:
+                out.append(said)
     if kind is ActionKind.HOLD_JOBS:
         by_id = jobs_by_id(snapshot.jobs)
         for t in targets:
@@ -174,6 +181,36 @@ def preview_warnings(kind: ActionKind, targets: Sequence[str], snapshot: Cluster
             if info is not None and "DRAIN" in info.flags and info.reason:
                 out.append(f"{name} is {info.display_state} ({info.reason!r}): after the reboot "
                            "(nextstate=RESUME) it takes jobs again, and the reboot's reason replaces this one")
+    if kind in _BLAST_KINDS and snapshot.fabric is not None:
+        out.extend(blast_radius_lines(targets, snapshot))
+    return out
+
+
+_BLAST_KINDS = frozenset({ActionKind.DRAIN_NODES, ActionKind.REBOOT_NODES, ActionKind.K8S_DRAIN_NODES,
+                          ActionKind.CORDON_NODES})
+_BLAST_JOBS_SHOWN = 5
+
+
+def blast_radius_lines(targets: Sequence[str], snapshot: ClusterSnapshot) -> list[str]:
+    """One line per leaf switch of the targets: the other nodes on it and the jobs running on them — what a
+    switch fault (often the real cause when several nodes under one leaf misbehave) also takes down."""
+    from hpctui.findings.correlate import workload_index
+    from hpctui.findings.fabric import blast_radius
+    from hpctui.model.hostlist import collect_cached as collect
+
+    out: list[str] = []
+    index = workload_index(snapshot) if snapshot.jobs else None
+    for leaf, others in blast_radius(snapshot, _node_names(targets)).items():
+        if not others:
+            out.append(f"blast radius: leaf switch {leaf} carries no other node")
+            continue
+        found = sorted(index.jobs_on_any(set(others)), key=lambda j: j.job_id) if index is not None else []
+        jobs = [j.display_id for j in found]
+        shown = ", ".join(jobs[:_BLAST_JOBS_SHOWN]) + (f" (+{len(jobs) - _BLAST_JOBS_SHOWN} more)"
+                                                      if len(jobs) > _BLAST_JOBS_SHOWN else "")
+        running = f"; jobs running there: {shown}" if jobs else "; no jobs running there"
+        out.append(f"blast radius: leaf switch {leaf} also carries {len(others)} node(s) "
+                   f"{collect(others)}{running}")
     return out
 
 

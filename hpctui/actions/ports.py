@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
     from hpctui.actions.executor import AuditExtra
+    from hpctui.actions.shells import ShellSettings
     from hpctui.model import ClusterSnapshot
     from hpctui.model.action import ActionKind, ActionPlan, ActionResult, Progress, TargetResult
     from hpctui.model.mig_layouts import MigLayoutSpec
@@ -45,6 +46,11 @@ class WorkflowPort(Protocol):
     @property
     def custom_actions(self) -> Sequence[CustomActionSettings]:
         """The ``[[custom_actions]]`` of the config."""
+        ...
+
+    @property
+    def shells(self) -> ShellSettings:
+        """The config's ``[shells]``, ``enabled`` as this cluster has it (``[clusters.NAME] shells``)."""
         ...
 
     @property

@@ -9,6 +9,7 @@ Exit codes: 0 every target ok (or a valid dry run), 1 some target failed,
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,13 +19,14 @@ import msgspec
 from hpctui.actions.plans import drain_reason
 from hpctui.actions.render import plan_lines
 from hpctui.base.sanitize import clean_text
-from hpctui.model.action import ActionKind, ActionPlan, ActionResult
+from hpctui.model.action import SHELL_ACTIONS, ActionKind, ActionPlan, ActionResult
 
 if TYPE_CHECKING:
     from hpctui.core.runtime import Runtime
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 ALIASES = {"mig": ActionKind.MIG_RECONFIGURE}
+HEADLESS_KINDS = [k.value for k in ActionKind if k not in SHELL_ACTIONS]  # a shell needs the TUI's terminal
 
 
 def action_kind(name: str) -> ActionKind:
@@ -120,9 +122,12 @@ def _json(plan: ActionPlan, result: ActionResult | None, dry_run: bool) -> str:
 async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params: dict[str, str], *,
                   dry_run: bool, yes: bool, as_json: bool, interactive: bool,
                   prompt: Callable[[str], str] = input,
-                  out: Callable[[str], Any] = sys.stdout.write,
-                  err: Callable[[str], Any] = sys.stderr.write) -> int:
-    """Collect once, plan, show, confirm, execute, report. The caller stops the runtime."""
+                  out: Callable[[str], Any] | None = None,
+                  err: Callable[[str], Any] | None = None) -> int:
+    """Collect once, plan, show, confirm, execute, report. The caller stops the runtime. ``out``/``err``:
+    where to write (default: the process's stdout/stderr at call time, not at import time)."""
+    out = out or (lambda text: sys.stdout.write(text))
+    err = err or (lambda text: sys.stderr.write(text))
     if kind is ActionKind.CUSTOM:  # [[custom_actions]]: folded output per node (hpctui.actions.custom)
         from hpctui.cli.act_workflows import known_or_hint, run_custom_act
 
@@ -137,6 +142,8 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
         return await run_mig(runtime.port, targets, params, dry_run=dry_run, yes=yes, as_json=as_json,
                              interactive=interactive, prompt=prompt, out=out, err=err)
     await runtime.collect_once()
+    if kind in (ActionKind.RESUME_NODES, ActionKind.UNCORDON_NODES):
+        await runtime.node_records.prefetch()  # the preview warns from the nodes' last week (hpctui.core.nodehistory)
     snapshot = runtime.store.snapshot()
     kept = None
     if kind is ActionKind.REBOOT_NODES and not params.get("reason", "").strip():
@@ -171,18 +178,47 @@ async def run_act(runtime: Runtime, kind: ActionKind, targets: list[str], params
         err(f"hpctui act: warning: {problem}\n")
     if result.refused is not None:
         return EXIT_REFUSED
+    if kind is ActionKind.HEALTH_CHECK and not result.ok and not as_json:
+        await offer_drain(runtime, result, yes=yes, interactive=interactive, prompt=prompt, out=out, err=err)
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+async def offer_drain(runtime: Runtime, result: ActionResult, *, yes: bool, interactive: bool,
+                      prompt: Callable[[str], str], out: Callable[[str], Any], err: Callable[[str], Any]) -> None:
+    """A failed check offers the drain of its failed nodes with the failure as the reason: asked (and
+    previewed) on a terminal, never run by ``--yes`` alone; elsewhere the command to run is printed."""
+    from hpctui.actions.checks.offer import drain_offers
+
+    offers = drain_offers(runtime.checks, result)
+    if not offers:
+        return
+    for nodes, reason in offers:
+        line = f"hpctui act drain --targets {shlex.quote(nodes)} --reason {shlex.quote(reason)}"
+        if yes or not interactive:
+            out(f"\nto drain the failed node(s): {line}\n")
+            continue
+        try:
+            answer = prompt(f"\nDrain {nodes} with reason {reason!r}? [y/N] ").strip().lower()
+        except EOFError:
+            return
+        if answer not in ("y", "yes"):
+            continue
+        plan = runtime.executor.plan(ActionKind.DRAIN_NODES, [nodes], {"reason": reason}, runtime.store.snapshot())
+        out(render_plan(plan))
+        drained = await runtime.run_action(plan, ask(plan, prompt) if plan.runnable else False)
+        out(render_result(drained))
+
+
 def add_act_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=[k.value for k in ActionKind] + list(ALIASES), metavar="ACTION",
-                   help="one of: " + ", ".join(k.value for k in ActionKind) + " (mig = the MIG wizard: "
+    p.add_argument("action", choices=HEADLESS_KINDS + list(ALIASES), metavar="ACTION",
+                   help="one of: " + ", ".join(HEADLESS_KINDS) + " (mig = the MIG wizard: "
                    "--param layout=all-1g [--param gpus=0,1])")
     p.add_argument("--targets", required=True, metavar="EXPR",
                    help="hostlist expression(s) for node actions (gpu[01-04]), job ids for job actions (12,13_[1-4])")
     p.add_argument("--reason", help="reason (drain, reboot, ...)")
     p.add_argument("--param", action="append", default=[], metavar="K=V", help="extra action parameter (repeatable); drain/resume: drain_in=slurm|k8s|both, "
-                   "k8s_drain=cordon|evict; drain/cordon/hold of a target that already is drained/"
+                   "k8s_drain=cordon|evict; check: check=dcgm-r1|dcgm-r2|dcgm-r3|nccl|nccl-pair|nhc|custom:NAME; resume/uncordon "
+                   "held by the health-check gate: override=REASON (audited); drain/cordon/hold of a target that already is drained/"
                    "cordoned/held: reason_mode=keep|append|replace (refused without it)")
     p.add_argument("--dry-run", action="store_true", help="print the plan (exact commands, what it hits) and exit")
     p.add_argument("--yes", action="store_true", help="confirm without asking (also the typed word of bulk actions)")

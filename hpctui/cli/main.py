@@ -9,7 +9,7 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -75,6 +75,8 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--theme", metavar="NAME", help="colour theme (dark, light, wall, or one of yours)")
     parser.add_argument("--read-only", action="store_true", help="disable every action (enforced, not just hidden)")
     parser.add_argument("--wall", action="store_true", help="wall display: read-only, large heatmap")
+    # hpctui serve's sessions: the data from its collector's socket, no polling of their own (hidden)
+    parser.add_argument("--collector", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
     return parser
 
 
@@ -226,6 +228,30 @@ def run_act(argv: Sequence[str]) -> int:
     return asyncio.run(go())
 
 
+def run_logs(argv: Sequence[str]) -> int:
+    """``hpctui logs``: a job's output, a node's journal window or a pod's log (hpctui.cli.logs)."""
+    from hpctui.cli.logs import add_logs_arguments
+    from hpctui.cli.logs import run_logs as logs
+
+    parser = OneLineParser(prog="hpctui logs", description="Print a job's output, a node's journal or a pod's log.")
+    add_logs_arguments(parser)
+    _add_source_options(parser)
+    args = parser.parse_args(list(argv))
+    try:
+        runtime = _runtime(args, read_only=True)
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+    async def go() -> int:
+        try:
+            return await logs(runtime, args)
+        finally:
+            await runtime.stop()
+
+    return asyncio.run(go())
+
+
 def run_report(argv: Sequence[str]) -> int:
     """``hpctui report``: an incident report (md, json, html) for nodes/jobs over a time window."""
     from hpctui.cli.report import add_report_arguments, make_report
@@ -239,6 +265,46 @@ def run_report(argv: Sequence[str]) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"hpctui: {exc}\n")
         return EXIT_USAGE
+
+
+def run_acct(command: str, argv: Sequence[str]) -> int:
+    """``hpctui history|sacct|gpu-hours``: what the cluster remembers (hpctui.cli.acct); read-only."""
+    from hpctui.cli import acct
+
+    descriptions = {"history": "A node's history (drains, resumes, cordons, jobs that died) or the repeat offenders.",
+                    "sacct": "Finished jobs from Slurm accounting (bounded: a window and a row cap).",
+                    "gpu-hours": "GPU-hours per account and user from sreport (gres/gpu)."}
+    parser = OneLineParser(prog=f"hpctui {command}", description=descriptions[command])
+    {"history": acct.add_history_arguments, "sacct": acct.add_sacct_arguments,
+     "gpu-hours": acct.add_gpu_hours_arguments}[command](parser)
+    _add_source_options(parser)
+    args = parser.parse_args(list(argv))
+    if command == "history" and not args.rank and not args.node:
+        parser.error("give a NODE, or --rank for the repeat offenders")
+    try:
+        since_s = acct.window_of(args) if command != "history" else 0.0
+        runtime = _runtime(args, read_only=True)
+    except ValueError as exc:
+        parser.error(str(exc))
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui: {exc}\n")
+        return EXIT_USAGE
+
+    async def go() -> int:
+        try:
+            await runtime.collect_once()  # the timeline's events (and the demo's cluster) first
+            if command == "history":
+                return await acct.run_history(runtime, args)
+            if command == "sacct":
+                return await acct.run_sacct(runtime, args, since_s)
+            return await acct.run_gpu_hours(runtime, args, since_s)
+        except ValueError as exc:  # a bad node, user, account or state name
+            sys.stderr.write(f"hpctui {command}: error: {exc}\n")
+            return EXIT_USAGE
+        finally:
+            await runtime.stop()
+
+    return asyncio.run(go())
 
 
 def run_app(argv: Sequence[str]) -> int:
@@ -272,6 +338,8 @@ def _run_app(args: argparse.Namespace) -> int:
         if theme_errors:  # a broken theme file is a configuration error, not something to guess around
             raise ThemeError(theme_errors[0])
         custom_key_specs(runtime.custom_actions)  # a custom action's key taken on its pane: a config error
+        if args.collector is not None:  # a served session: hpctui serve's collector polls, for every tab
+            runtime.subscribe(args.collector)
     except (ConfigError, ThemeError, CustomKeyError) as exc:
         return _usage_error(one_line(str(exc)))
     theme = args.theme or ("wall" if args.wall else runtime.theme)  # --wall means the wall theme
@@ -288,6 +356,8 @@ def _run_app(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _usage_error(one_line(str(exc)))
     clusters = ClusterSet.from_config(config, read_only=read_only, theme=args.theme) if config else None
+    if clusters is not None and args.collector is not None:  # back on the served cluster: its collector again
+        clusters.prepare = served_by_collector(runtime.cluster, args.collector)
     app = HpcApp(runtime, theme=theme, wall=args.wall, handle_signals=True, keymap=keymap, clusters=clusters,
                  freeze_gc=True)
     from hpctui.core import gc_tuning
@@ -303,6 +373,17 @@ def _run_app(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
+def served_by_collector(cluster: str, socket_path: Path) -> Callable[[Runtime], None]:
+    """For a served session's ``:cluster`` switches: a runtime of the served cluster subscribes to the
+    collector (another cluster's polls on its own: the collector serves one)."""
+
+    def prepare(runtime: Runtime) -> None:
+        if runtime.cluster == cluster:
+            runtime.subscribe(socket_path)
+
+    return prepare
+
+
 def run_serve(argv: Sequence[str]) -> int:
     """``hpctui serve``: the app in a browser (textual-serve), loopback and read-only by default."""
     from hpctui.cli.serve import add_serve_arguments
@@ -314,17 +395,61 @@ def run_serve(argv: Sequence[str]) -> int:
     parser.add_argument("--read-only", action="store_true", help="disable every action (the default unless allowed)")
     args = parser.parse_args(list(argv))
 
-    def check_app_args(app_argv: list[str]) -> None:  # what each tab will run must start: fail here, not there
-        _runtime(build_parser().parse_args(app_argv), read_only=True)
+    def check_app_args(app_argv: list[str]) -> list[str]:  # what each tab will run must start: fail here, not there
+        """The kinds of the sources each tab's app would build (the app's own checks passed)."""
+        return [source.kind for source in _runtime(build_parser().parse_args(app_argv), read_only=True).sources]
 
     return serve(args, check_app_args)
 
 
+def run_collector(argv: Sequence[str]) -> int:
+    """``hpctui collector --socket PATH [source options]``: the one collector ``hpctui serve`` starts
+    for its sessions (hpctui.core.collector_hub); not for users (no help entry). Runs until SIGTERM or
+    SIGHUP, or until the process that started it is gone. SIGINT is ignored: a Ctrl+C reaches the
+    terminal's whole process group, and ``hpctui serve`` then stops its collector itself, in order."""
+    import os
+
+    parser = OneLineParser(prog="hpctui collector", description="hpctui serve's shared collector (internal).")
+    _add_source_options(parser)
+    parser.add_argument("--socket", type=Path, required=True, metavar="PATH")
+    args = parser.parse_args(list(argv))
+    parent = os.getppid()
+    try:
+        runtime = _runtime(args, read_only=True)
+    except ConfigError as exc:
+        sys.stderr.write(f"hpctui collector: {one_line(str(exc))}\n")
+        return EXIT_USAGE
+    from hpctui.core.collector_hub import ProtocolError, run_collector
+
+    async def go() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(signum, stop.set)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            await run_collector(runtime.poller, args.socket, cluster=runtime.cluster, stop=stop, parent=parent)
+        except (OSError, ProtocolError) as exc:
+            sys.stderr.write(f"hpctui collector: {args.socket}: {one_line(str(exc))}\n")
+            return 1
+        finally:
+            from hpctui.sources.slurm.runner import reap_killed
+
+            await reap_killed()  # children killed while they were being spawned: reaped before the loop closes
+        return 0
+
+    try:
+        return asyncio.run(go())
+    finally:
+        kill_children()
+
+
 # Options that take a value: their value is never the subcommand.
-_VALUE_OPTIONS = frozenset({"--config", "--cluster", "--demo-size", "--seed", "--theme", "--format", "--context"})
+_VALUE_OPTIONS = frozenset({"--config", "--cluster", "--demo-size", "--seed", "--theme", "--format", "--context",
+                            "--collector", "--socket"})
 
 
-SUBCOMMANDS = ("snapshot", "act", "report", "serve")
+SUBCOMMANDS = ("snapshot", "act", "report", "serve", "history", "sacct", "gpu-hours", "logs", "collector")
 
 
 def split_subcommand(args: list[str]) -> tuple[str | None, list[str]]:
@@ -357,8 +482,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_act(rest)
         if command == "report":
             return run_report(rest)
+        if command == "logs":
+            return run_logs(rest)
         if command == "serve":
             return run_serve(rest)
+        if command == "collector":
+            return run_collector(rest)
+        if command in ("history", "sacct", "gpu-hours"):
+            return run_acct(command, rest)
         return run_app(rest)
     except KeyboardInterrupt:
         kill_children()

@@ -2,7 +2,22 @@
 
 Every browser tab gets its own ``hpctui`` process (textual-serve runs the command per
 websocket), started with the same source options as this command (``--demo``, ``--config``,
-``--cluster``, ...). Safe by default:
+``--cluster``, ...): its own screens, keys, read-only rule, executor and audit identity.
+
+The cluster is polled once, not once per tab: this command starts one collector process
+(``hpctui collector``, :class:`CollectorChild`) that polls the served cluster's sources and
+publishes every result on a private unix socket (a 0700 directory of its own under
+``$XDG_RUNTIME_DIR`` or the temporary directory, the socket 0600), and every tab's app is started
+with ``--collector SOCKET``: it applies what the collector sends to its own store and polls
+nothing (:mod:`hpctui.core.collector_hub`). Ten wall viewers cost slurmctld what one costs. When
+the collector dies it is started again (after a pause that grows to 30 s); meanwhile the tabs
+show each source's error and the data's age, as for a hung source, and reconnect by themselves.
+``[serve] shared_collector = false`` goes back to one set of pollers per tab; a demo with actions
+allowed always does (its simulator lives in each process: an action must change what that tab
+shows). Switching to another cluster (``:cluster``) in a tab polls that cluster from the tab (back on
+the served one, the tab subscribes again).
+
+Safe by default:
 
 - bound to 127.0.0.1 (config ``[serve] host``); a host that is not loopback is refused unless
   ``[serve] allow_remote = true``;
@@ -16,13 +31,18 @@ websocket), started with the same source options as this command (``--demo``, ``
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
 import os
 import re
 import shlex
+import shutil
 import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -79,6 +99,25 @@ def app_argv(args: argparse.Namespace, *, read_only: bool) -> list[str]:
     return argv
 
 
+def collector_argv(args: argparse.Namespace) -> list[str]:
+    """The options of the shared collector: the source options of the apps (no theme, wall, read-only)."""
+    argv: list[str] = []
+    if args.demo:
+        argv += ["--demo", "--demo-size", str(args.demo_size), "--seed", str(args.seed)]
+    for option, value in (("--config", args.config), ("--cluster", args.cluster), ("--context", args.context)):
+        if value is not None:
+            argv += [option, str(Path(value).resolve()) if option == "--config" else str(value)]
+    return argv
+
+
+def shares_a_collector(args: argparse.Namespace, *, read_only: bool, source_kinds: list[str]) -> bool:
+    """One collector for every tab: unless ``[serve] shared_collector = false``, or a demo source
+    may be acted on (each app's simulator is its own: the tab that acts must see the change)."""
+    if not serve_settings(args).shared_collector:
+        return False
+    return read_only or "demo" not in source_kinds
+
+
 def plan(args: argparse.Namespace) -> ServePlan:
     """What to serve and to whom, or ConfigError with the reason to refuse."""
     settings = serve_settings(args)
@@ -98,19 +137,27 @@ def plan(args: argparse.Namespace) -> ServePlan:
     return ServePlan(host, port, read_only, app_argv(args, read_only=read_only), access)
 
 
-def run_serve(args: argparse.Namespace, check_app_args: Any) -> int:
+def run_serve(args: argparse.Namespace, check_app_args: Callable[[list[str]], Any]) -> int:
     """Serve until SIGINT/SIGTERM; then no app process is left behind."""
     try:
         host, port, read_only, argv, access = plan(args)
-        check_app_args(argv)  # the app's own parser and config checks, before any browser connects
+        kinds = check_app_args(argv)  # the app's own parser and config checks, before any browser connects
+        shared = shares_a_collector(args, read_only=read_only, source_kinds=list(kinds or []))
     except ConfigError as exc:
         sys.stderr.write(f"hpctui serve: {' '.join(str(exc).split())}\n")
         return EXIT_USAGE
+    collector: CollectorChild | None = None
+    if shared:
+        from hpctui.core.collector_hub import SOCKET_NAME, private_socket_dir
+
+        directory = private_socket_dir()
+        collector = CollectorChild(collector_argv(args), directory / SOCKET_NAME)
+        argv = [*argv, "--collector", str(collector.socket)]
     command = "exec " + shlex.join([sys.executable, "-m", "hpctui", *argv])  # exec: no shell left in between
 
     url_host = f"[{host}]" if ":" in host else host
-    server = guarded_server(access)(command, host=host, port=port, title="hpctui",
-                                    public_url=f"http://{url_host}:{port}")
+    server = guarded_server(access, collector)(command, host=host, port=port, title="hpctui",
+                                               public_url=f"http://{url_host}:{port}")
     server.banner = banner(f"http://{banner_host(host, access)}:{port}/", access, read_only=read_only, wall=args.wall)
     try:
         server.serve()
@@ -119,7 +166,62 @@ def run_serve(args: argparse.Namespace, check_app_args: Any) -> int:
         return 1
     finally:
         stop_children()
+        if collector is not None:
+            shutil.rmtree(collector.socket.parent, ignore_errors=True)
     return 0
+
+
+class CollectorChild:
+    """The shared collector process (``hpctui collector --socket SOCKET …``): started with the
+    server, started again when it exits (after 1 s, doubling to 30 s while it keeps dying young),
+    stopped with the server. Its stderr is ours (the serve log)."""
+
+    RESTART_MIN_S = 1.0
+    RESTART_MAX_S = 30.0
+    STABLE_S = 60.0  # a collector that lived this long restarts after the shortest pause again
+
+    def __init__(self, argv: list[str], socket: Path) -> None:
+        self.argv = argv
+        self.socket = socket
+        self.process: asyncio.subprocess.Process | None = None
+        self.starts = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._supervise(), name="serve:collector")
+
+    async def _supervise(self) -> None:
+        delay = self.RESTART_MIN_S
+        while True:
+            started = time.monotonic()
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "hpctui", "collector", "--socket", str(self.socket), *self.argv,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            self.starts += 1
+            code = await self.process.wait()
+            if time.monotonic() - started >= self.STABLE_S:
+                delay = self.RESTART_MIN_S
+            sys.stderr.write(f"hpctui serve: the collector exited (status {code}); starting it again in "
+                             f"{delay:.0f} s (the tabs show stale data meanwhile)\n")
+            sys.stderr.flush()
+            await asyncio.sleep(delay)
+            delay = min(self.RESTART_MAX_S, delay * 2)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 5.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
 
 
 def banner(url: str, access: Access, *, read_only: bool, wall: bool) -> str:
@@ -142,10 +244,11 @@ def banner_host(host: str, access: Access) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def guarded_server(access: Access) -> type[Any]:
+def guarded_server(access: Access, collector: CollectorChild | None = None) -> type[Any]:
     """textual-serve's Server with :func:`hpctui.cli.serve_guard.guard` in front of every route, and a
     page whose websocket URL is the page's own origin (as the browser reached it: ``localhost`` or
-    a proxy's name), so that the Origin check holds for every name in ``host_headers``."""
+    a proxy's name), so that the Origin check holds for every name in ``host_headers``; the shared
+    ``collector`` (if any) runs from its start to its shutdown."""
     import aiohttp_jinja2
     from aiohttp import web
     from textual_serve.server import Server, to_int
@@ -163,8 +266,14 @@ def guarded_server(access: Access) -> type[Any]:
             logging.getLogger("aiohttp.access").addFilter(redact_token)  # the log never shows a token
 
         async def on_startup(self, app: web.Application) -> None:
+            if collector is not None:
+                collector.start()
             sys.stderr.write(self.banner)
             sys.stderr.flush()
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            if collector is not None:
+                await collector.stop()
 
         async def handle_index(self, request: web.Request) -> web.Response:
             secure = is_https(request)

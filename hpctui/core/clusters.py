@@ -18,11 +18,15 @@ class ClusterSet:
     def __init__(self, names: list[str], build: Callable[[str], Runtime]) -> None:
         self.names = list(names)
         self._build = build
+        self.prepare: Callable[[Runtime], None] | None = None  # each new runtime, before the app starts it
 
     def build(self, name: str) -> Runtime:
         if name not in self.names:
             raise KeyError(name)
-        return self._build(name)
+        runtime = self._build(name)
+        if self.prepare is not None:
+            self.prepare(runtime)
+        return runtime
 
     @classmethod
     def from_config(cls, config: AppConfig, *, read_only: bool | None = None,

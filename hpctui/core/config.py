@@ -16,12 +16,15 @@ from typing import Annotated, Any
 import msgspec
 import platformdirs
 
-from hpctui.actions.custom import CustomActionSettings, check_actions
+from hpctui.actions.checks.settings import HealthCheckSettings
+from hpctui.actions.custom import CustomActionSettings, check_actions, idle_notify_actions
 from hpctui.actions.plans import ActionSettings
+from hpctui.actions.shells import ShellSettings
 from hpctui.core.heatmap_settings import HeatmapSettings, validate_heatmap
 from hpctui.core.notify import NotifySettings
 from hpctui.core.wall_settings import ServeSettings, WallSettings
 from hpctui.findings.health import Thresholds
+from hpctui.findings.idle import IdleSettings
 from hpctui.model.mig_layouts import MigLayoutSpec, validate_config_layouts
 from hpctui.sources.demo.settings import DemoSettings
 from hpctui.sources.registry import SOURCE_KINDS
@@ -50,6 +53,8 @@ class ClusterConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How Kubernetes node names join Slurm node names."""
     read_only: bool | None = None
     """Overrides the top-level ``read_only`` for this cluster."""
+    shells: bool | None = None
+    """Shell keys on this cluster (``s``: ssh, kubectl exec, srun --pty); default: ``[shells] enabled``."""
     precedence: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """When two sources deliver one part for a node: part ("gpus", "ib", "mounts", "resources",
     "services") → source names, highest first, e.g. ``{gpus = ["prometheus", "ssh"]}``."""
@@ -91,6 +96,15 @@ class AppConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Where and how ``drain``/``resume`` act on nodes known to both Slurm and Kubernetes."""
     notify: NotifySettings = msgspec.field(default_factory=NotifySettings)
     """[notify]: who is told about new problems (terminal bell, desktop notification, webhook), and when."""
+    health_checks: HealthCheckSettings = msgspec.field(default_factory=HealthCheckSettings)
+    """[health_checks]: DCGM/NCCL/NHC/custom checks on nodes, and the gate that wants a passing one before resume."""
+    checks_dir: str | None = None
+    """Where health-check results and critical-finding marks are kept (one file per cluster); default: a
+    ``checks`` directory beside the audit log."""
+    idle: IdleSettings = msgspec.field(default_factory=IdleSettings)
+    """[idle]: when allocated GPUs count as idle (threshold, duration, grace) and how owners are notified."""
+    shells: ShellSettings = msgspec.field(default_factory=ShellSettings)
+    """[shells]: interactive sessions from the TUI: ssh to a node, kubectl exec into a pod, srun into a job."""
 
 
 SourceSettings = msgspec.Struct  # one of the registry's settings types
@@ -205,6 +219,7 @@ def _parse_config(data: dict[str, Any], origin: str) -> AppConfig:
                                   f"(one of {', '.join(PRECEDENCE_PARTS)})")
     try:
         check_actions(config.custom_actions)
+        check_actions(idle_notify_actions(config.idle))  # [idle] notify_command: the same rules (placeholders)
     except ValueError as exc:
         raise ConfigError(f"{origin}: {exc}") from None
     heatmap_error = validate_heatmap(config.heatmap, origin)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from hpctui.findings.correlate import WorkloadIndex, workload_index
 from hpctui.findings.health import Thresholds
+from hpctui.findings.idle import EMPTY_REPORT, IdleReport
 from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, SourceHealth
 
@@ -33,6 +34,7 @@ class Frame:
     snapshot: ClusterSnapshot
     findings: FindingsIndex  # every finding of ``snapshot``, by node, worst first
     workload: WorkloadIndex  # jobs and pods per node of ``snapshot``
+    idle: IdleReport = EMPTY_REPORT  # idle allocated GPUs (their findings are in ``findings`` too)
 
     @property
     def health(self) -> Mapping[str, SourceHealth]:
@@ -45,8 +47,11 @@ class Frame:
         return self.snapshot.time
 
     @classmethod
-    def of(cls, snapshot: ClusterSnapshot, thresholds: Thresholds, version: int = 0) -> Frame:
+    def of(cls, snapshot: ClusterSnapshot, thresholds: Thresholds, version: int = 0,
+           idle: IdleReport | None = None) -> Frame:
         """A frame of a snapshot that no runtime built (tests, benchmarks, a widget on its own):
-        its findings are computed afresh."""
+        its findings are computed afresh (with ``idle``'s findings added)."""
+        idle = idle or EMPTY_REPORT
         return cls(version=version, data_version=version, snapshot=snapshot,
-                   findings=findings_for(snapshot, thresholds), workload=workload_index(snapshot))
+                   findings=findings_for(snapshot, thresholds).with_extra(idle.findings),
+                   workload=workload_index(snapshot), idle=idle)

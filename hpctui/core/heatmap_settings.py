@@ -2,7 +2,7 @@
 
 ```toml
 [heatmap]
-group_by = "rack"            # "none" | "partition" | "rack" | "model"
+group_by = "rack"            # "none" | "partition" | "rack" | "model" | "switch"
 racks = { r01 = "gpu[0001-0032]", r02 = "gpu[0033-0064]" }
 palette = "colorblind"       # "default" | "colorblind"
 problems_first = true        # always; false: never; unset: when not every node fits on screen
@@ -15,13 +15,14 @@ import msgspec
 
 from hpctui.model.hostlist import HostlistError, expand
 
-GROUP_ORDER: tuple[str, ...] = ("none", "partition", "rack", "model")
+GROUP_ORDER: tuple[str, ...] = ("none", "partition", "rack", "model", "switch")
 PALETTES: tuple[str, ...] = ("default", "colorblind")
 
 
 class HeatmapSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     group_by: str = "none"
-    """How nodes are grouped: "none", "partition", "rack" or "model" (``o`` cycles at run time)."""
+    """How nodes are grouped: "none", "partition", "rack", "model" or "switch" (the IB leaf switch, from Slurm's
+    topology or ibnetdiscover/iblinkinfo) (``o`` cycles at run time)."""
     racks: dict[str, str] = msgspec.field(default_factory=dict)
     """Rack name → hostlist, e.g. ``{r01 = "gpu[0001-0032]"}`` (the first rack naming a node wins)."""
     palette: str = "default"

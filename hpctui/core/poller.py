@@ -2,6 +2,11 @@
 
 A hung source costs a stale marker in the status line, never a frozen screen:
 ``collect()`` runs under ``asyncio.wait_for`` and the other sources keep going.
+
+Two hooks let one poller serve many viewers (``hpctui serve``, :mod:`hpctui.core.collector_hub`):
+``listeners`` hear every result and error as it lands (the collector publishes them), and a
+``feed`` replaces the per-source loops (a served session applies what the collector sends,
+through :meth:`Poller.land` and :meth:`Poller.land_error`, and collects nothing itself).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from hpctui.base.errors import describe_error
 from hpctui.core.store import Store
@@ -33,6 +39,27 @@ def backoff_delay(interval_s: float, consecutive_errors: int) -> float:
     return min(MAX_BACKOFF_S, interval_s * (2 ** min(consecutive_errors, 6)))
 
 
+class PollListener(Protocol):
+    """Told of every collect's outcome, on the event loop, after the store has it (never raises
+    into the poller: an exception is swallowed)."""
+
+    def result(self, result: SourceResult, duration_s: float) -> None: ...
+
+    def error(self, source: str, message: str, at: float) -> None: ...
+
+
+class Feed(Protocol):
+    """Results from elsewhere instead of the per-source loops (:meth:`Poller.start` runs it)."""
+
+    async def run(self, poller: Poller) -> None:
+        """Deliver results and errors through ``poller.land`` / ``poller.land_error`` until cancelled."""
+        ...
+
+    def refresh(self) -> None:
+        """Ask whoever collects for a collect now (the ``r`` key); never blocks."""
+        ...
+
+
 class Poller:
     def __init__(
         self,
@@ -53,6 +80,8 @@ class Poller:
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: dict[str, asyncio.Event] = {}
         self._apply_lock = asyncio.Lock()
+        self.listeners: list[PollListener] = []  # told of every result and error (the collector's hub)
+        self.feed: Feed | None = None  # set: start() runs it instead of polling (a served session)
         for source in self.sources:
             store.register_source(source.name, source.kind)
 
@@ -70,23 +99,56 @@ class Poller:
         except asyncio.CancelledError:
             raise
         except TimeoutError:
-            self.store.record_error(source.name, f"timed out after {self._timeout_for(source):.0f} s")
+            self._failed(source.name, f"timed out after {self._timeout_for(source):.0f} s")
             ok = False
         except Exception as exc:  # any source failure is data for the status line
-            self.store.record_error(source.name, describe_error(exc))
+            self._failed(source.name, describe_error(exc))
             ok = False
         else:
             duration = self.monotonic() - started
-            async with self._apply_lock:  # one writer at a time (a thread may be applying)
-                if result_size(result) > PREPARE_IN_THREAD_ABOVE:
-                    await asyncio.to_thread(self._apply_and_prepare, result, duration)
-                else:
-                    self.store.apply(result, duration_s=duration)
-                    await self._prepare()
+            await self._apply(result, duration)
+            for listener in self.listeners:
+                try:
+                    listener.result(result, duration)
+                except Exception:  # a listener's bug must not stop polling
+                    pass
             ok = True
         if self.on_change is not None:
             self.on_change()
         return ok
+
+    def _failed(self, source: str, message: str) -> None:
+        at = self.store.clock()
+        self.store.record_error(source, message, at)
+        for listener in self.listeners:
+            try:
+                listener.error(source, message, at)
+            except Exception:  # a listener's bug must not stop polling
+                pass
+
+    async def _apply(self, result: SourceResult, duration: float) -> None:
+        async with self._apply_lock:  # one writer at a time (a thread may be applying)
+            if result_size(result) > PREPARE_IN_THREAD_ABOVE:
+                await asyncio.to_thread(self._apply_and_prepare, result, duration)
+            else:
+                self.store.apply(result, duration_s=duration)
+                await self._prepare()
+
+    async def land(self, result: SourceResult, duration_s: float | None) -> None:
+        """A result collected elsewhere (a feed's): applied and prepared as a poll's own, then
+        ``on_change``."""
+        await self._apply(result, duration_s if duration_s is not None else 0.0)
+        if self.on_change is not None:
+            self.on_change()
+
+    def land_error(self, source: str, message: str, at: float | None = None) -> None:
+        """A failure met elsewhere (a feed's, or the feed itself): recorded as a poll's own, then
+        ``on_change``; a source this poller does not know is registered first."""
+        if source not in self.store.health():
+            self.store.register_source(source, "?")
+        self.store.record_error(source, message, at)
+        if self.on_change is not None:
+            self.on_change()
 
     def _apply_and_prepare(self, result: SourceResult, duration: float) -> None:
         """A big result, in a worker thread: merged into the store, the joined snapshot built and
@@ -133,10 +195,22 @@ class Poller:
 
     def start(self, after: asyncio.Event | None = None) -> None:
         """One polling task per source; ``after``: the first polls wait for it (at most
-        FIRST_POLL_WAIT_S). The tasks exist at once either way, so ``stop`` always finds them."""
+        FIRST_POLL_WAIT_S). The tasks exist at once either way, so ``stop`` always finds them.
+        With a ``feed``: one task runs it instead (after ``after`` the same way), no source is polled."""
+        if self.feed is not None:
+            self._tasks.append(asyncio.create_task(self._fed(self.feed, after), name="poll:feed"))
+            return
         for source in self.sources:
             self._wake[source.name] = asyncio.Event()
             self._tasks.append(asyncio.create_task(self._loop(source, after), name=f"poll:{source.name}"))
+
+    async def _fed(self, feed: Feed, after: asyncio.Event | None) -> None:
+        if after is not None:
+            try:
+                await asyncio.wait_for(after.wait(), timeout=FIRST_POLL_WAIT_S)
+            except TimeoutError:
+                pass
+        await feed.run(self)
 
     @property
     def running(self) -> bool:
@@ -144,7 +218,11 @@ class Poller:
         return any(not task.done() for task in self._tasks)
 
     def refresh_now(self) -> None:
-        """Ask every loop to poll now (the ``r`` key); a poll in flight is not duplicated."""
+        """Ask every loop to poll now (the ``r`` key); a poll in flight is not duplicated. With a
+        feed: the feed is asked (its collector decides)."""
+        if self.feed is not None:
+            self.feed.refresh()
+            return
         for event in self._wake.values():
             event.set()
 

@@ -21,17 +21,23 @@ if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
     from hpctui.actions.executor import AuditExtra
     from hpctui.actions.ports import WorkflowPort
+    from hpctui.actions.shells import ShellSettings
     from hpctui.core.frame import Frame
     from hpctui.core.heatmap_settings import HeatmapSettings
+    from hpctui.core.logs import LogService
     from hpctui.core.runtime import Runtime
     from hpctui.core.series_history import NodeRings, Series
     from hpctui.core.wall_settings import WallSettings
     from hpctui.findings.health import Thresholds
+    from hpctui.findings.nodehistory import Offender
     from hpctui.model import ClusterSnapshot, Event
     from hpctui.model.accounting import AccountingInfo
     from hpctui.model.action import ActionKind, ActionPlan, ActionResult, Progress, TargetResult
+    from hpctui.model.checks import CheckResult, CriticalMark
     from hpctui.model.history import MetricHistory
     from hpctui.model.mig_layouts import MigLayoutSpec
+    from hpctui.model.nodehistory import AcctQuery, AcctResult, NodeRecord
+    from hpctui.model.scheduler import JobOutlook
     from hpctui.sources.base import ActionBackend
 
 
@@ -65,6 +71,7 @@ class UiPort(Protocol):
     heatmap: HeatmapSettings  # the config's [heatmap]: grouping, racks, palette
     wall_settings: WallSettings  # the config's [wall]
     clock: Callable[[], float]  # "now" for ages and countdowns (frozen in tests and screenshots)
+    logs: LogService  # job output, node journals, pod logs, Loki (hpctui.core.logs): all async, bounded, sanitised
 
     def frame(self) -> Frame:
         """The frame of the store's current version (built once per version, then shared)."""
@@ -112,6 +119,28 @@ class UiPort(Protocol):
         """Fair-share and QoS of a user/account (Slurm accounting); None if no source can."""
         ...
 
+    # -- what the cluster remembers (slurmdbd, the audit log, the timeline) ------------------
+    async def node_record(self, node: str, window_s: float) -> NodeRecord:
+        """A node's merged history (drains, downs, resumes, cordons) and the jobs that died there."""
+        ...
+
+    async def offenders(self, window_s: float, kind: str | None = None) -> tuple[list[Offender], list[str], list[str]]:
+        """Nodes by fault events over the window, most first; what could not be read; commands run."""
+        ...
+
+    async def acct_jobs(self, query: AcctQuery) -> AcctResult | None:
+        """Finished jobs (``sacct``) for a bounded query; None if no source has accounting."""
+        ...
+
+    async def gpu_usage(self, start: float, end: float, account: str | None = None,
+                        user: str | None = None) -> AcctResult | None:
+        """GPU-hours per account and user (``sreport``); None if no source has accounting."""
+        ...
+
+    async def job_outlook(self, job_id: str) -> JobOutlook | None:
+        """A job's priority factors and expected start (sprio, squeue --start); None if no source can."""
+        ...
+
     # -- actions and their trail --------------------------------------------------------
     def plan_action(self, kind: ActionKind, targets: Sequence[str], params: dict[str, str] | None) -> ActionPlan:
         """The executor's plan of an action on the current data (validated, with its preview); runs nothing."""
@@ -145,6 +174,19 @@ class UiPort(Protocol):
         """Earlier actions on this cluster as events; blocking file I/O (call it in a thread)."""
         ...
 
+    # -- health checks (hpctui.actions.checks) ---------------------------------------------
+    def check_view(self, node: str) -> tuple[list[CheckResult], list[CriticalMark]]:
+        """The newest result of each check on ``node`` and what the resume gate holds it for; no I/O."""
+        ...
+
+    def check_choices(self) -> list[tuple[str, str]]:
+        """(check id, title) of every check the config offers."""
+        ...
+
+    def drain_offers(self, result: ActionResult) -> list[tuple[str, str]]:
+        """(nodes, reason) drains a finished check offers for its failed nodes."""
+        ...
+
 
 T = TypeVar("T")
 
@@ -169,6 +211,10 @@ class RuntimePort:
     @property
     def custom_actions(self) -> Sequence[CustomActionSettings]:
         return self._rt.custom_actions
+
+    @property
+    def shells(self) -> ShellSettings:
+        return self._rt.shells
 
     @property
     def polling(self) -> bool:

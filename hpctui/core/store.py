@@ -24,6 +24,7 @@ from hpctui.model import (
     ControllerHealth,
     Event,
     Gpu,
+    GpuSummary,
     IbPort,
     K8sNodeInfo,
     K8sQueueItem,
@@ -40,9 +41,14 @@ from hpctui.model import (
     SourceResult,
 )
 from hpctui.model.alerts import Alert, Silence
+from hpctui.model.fabric import Fabric, merge_fabrics
+from hpctui.model.mount import QuotaUsage
 from hpctui.model.names import NodeNameMap
 from hpctui.model.nvswitch import NvSwitch
 from hpctui.model.partition import SlurmPartition
+from hpctui.model.scheduler import CTLD_TRENDS, CTLD_USER_RPCS, Reservation
+from hpctui.model.storage import CephHealth, S3Probe
+from hpctui.model.volumes import Volumes, merge_volumes
 
 EVENT_LIMIT = 1000
 V = TypeVar("V")
@@ -86,6 +92,27 @@ class History:
         return self._times.keys()
 
 
+CTLD_SAMPLES = 1440  # the controller's trends keep this many samples (2 h at a 5 s refresh)
+TREND_USERS = 8  # the users with the most RPCs are recorded, each poll (bounded keys)
+
+
+def record_controller(history: History, t: float, ctl: ControllerHealth) -> None:
+    """Add one sample of the controller's numbers to ``history`` (what is unknown is skipped)."""
+    stats = ctl.stats
+    history.add(CTLD_TRENDS["agent_queue"], t, ctl.agent_queue_size)
+    history.add(CTLD_TRENDS["threads"], t, ctl.server_thread_count)
+    history.add(CTLD_TRENDS["bf_cycle_s"], t, ctl.last_backfill_cycle_s)
+    history.add(CTLD_TRENDS["pending"], t, ctl.jobs_pending)
+    if stats is None:
+        return
+    if stats.schedule_cycle_last_us is not None:
+        history.add(CTLD_TRENDS["sched_cycle_ms"], t, stats.schedule_cycle_last_us / 1000)
+    if stats.rpc_by_type:
+        history.add(CTLD_TRENDS["rpc_total"], t, sum(r.count for r in stats.rpc_by_type))
+    for row in stats.rpc_by_user[:TREND_USERS]:
+        history.add(CTLD_USER_RPCS + row.name, t, row.count)
+
+
 def _mean(values: Iterable[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
@@ -109,12 +136,14 @@ class Store:
         self.name_map = name_map or NodeNameMap()
         self.clock = clock
         self.history = History(history_length)
+        self.ctld_history = History(CTLD_SAMPLES)  # slurmctld's trends over the session (the :scheduler view)
         self.series = SeriesHistory()  # per-GPU / per-IB-port rings for the chart screen
         # Each part is kept per source: a source's result replaces its own previous view
         # (so nodes and jobs that vanished disappear) and views of several sources are unioned.
         self._slurm_nodes: dict[str, dict[str, SlurmNodeInfo]] = {}
         self._k8s_nodes: dict[str, dict[str, K8sNodeInfo]] = {}
         self._gpus: dict[str, dict[str, tuple[Gpu, ...]]] = {}
+        self._gpu_summaries: dict[str, dict[str, GpuSummary]] = {}
         self._ib: dict[str, dict[str, tuple[IbPort, ...]]] = {}
         self._mounts: dict[str, dict[str, tuple[Mount, ...]]] = {}
         self._services: dict[str, dict[str, tuple[ServiceState, ...]]] = {}
@@ -127,6 +156,12 @@ class Store:
         self._partitions: dict[str, tuple[SlurmPartition, ...]] = {}
         self._alerts: dict[str, dict[str, tuple[Alert, ...]]] = {}
         self._silences: dict[str, tuple[Silence, ...]] = {}
+        self._reservations: dict[str, tuple[Reservation, ...]] = {}
+        self._fabrics: dict[str, Fabric] = {}
+        self._quotas: dict[str, tuple[QuotaUsage, ...]] = {}
+        self._volumes: dict[str, Volumes] = {}
+        self._ceph: dict[str, dict[str, CephHealth]] = {}
+        self._object_stores: dict[str, dict[str, S3Probe]] = {}
         self._events: deque[Event] = deque(maxlen=EVENT_LIMIT)
         self._controller: ControllerHealth | None = None
         self._collected_at: dict[str, float] = {}
@@ -162,6 +197,8 @@ class Store:
                 self.history.add(f"node:{node}:util", t, _mean(g.util_pct for g in gpus))
                 self.history.add(f"node:{node}:temp", t, _mean(g.temp_c for g in gpus))
                 self.history.add(f"node:{node}:power", t, _mean(g.power_w for g in gpus))
+        if result.gpu_summaries is not None:
+            self._gpu_summaries[src] = dict(result.gpu_summaries)
         if result.ib is not None:
             self._ib[src] = dict(result.ib)
         if result.gpus is not None or result.ib is not None:
@@ -190,10 +227,23 @@ class Store:
             self._alerts[src] = dict(result.alerts)
         if result.silences is not None:
             self._silences[src] = result.silences
+        if result.fabric is not None:
+            self._fabrics[src] = result.fabric
         if result.events is not None:
             self._events.extend(map(_clean_event, result.events))
+        if result.reservations is not None:
+            self._reservations[src] = result.reservations
+        if result.quotas is not None:
+            self._quotas[src] = result.quotas
+        if result.volumes is not None:
+            self._volumes[src] = result.volumes
+        if result.ceph is not None:
+            self._ceph[src] = dict(result.ceph)
+        if result.object_stores is not None:
+            self._object_stores[src] = dict(result.object_stores)
         if result.controller is not None:
             self._controller = result.controller
+            record_controller(self.ctld_history, t, result.controller)
         if result.node_times is not None:
             self._node_times[src] = dict(result.node_times)
         times = self._source_part_times.setdefault(src, {})
@@ -274,8 +324,9 @@ class Store:
         ib = self._ranked(Part.IB, self._ib, origins)
         mounts = self._ranked(Part.MOUNTS, self._mounts, origins)
         resources = self._ranked(Part.RESOURCES, self._resources, origins)
+        gpu_summaries = _union(self._gpu_summaries) if self._gpu_summaries else {}
         if not names:  # no scheduler source (e.g. Prometheus alone): the metrics name the nodes
-            names = sorted(set(gpus) | set(resources) | set(ib) | set(mounts))
+            names = sorted(set(gpus) | set(resources) | set(ib) | set(mounts) | set(gpu_summaries))
         probes = _union(self._probes)  # nodes only a node-probing source (SSH) knows are nodes too
         if probes:
             known = set(names)
@@ -288,6 +339,7 @@ class Store:
             time=max(self._collected_at.values(), default=self.clock()),
             nodes=nodes,
             gpus=gpus,
+            gpu_summaries=gpu_summaries,
             ib=ib,
             mounts=mounts,
             services=self._ranked(Part.SERVICES, self._services, origins),
@@ -300,6 +352,12 @@ class Store:
             partitions=_concat(self._partitions) if self._partitions else (),
             alerts=_merge_alerts(self._alerts),
             silences=_merge_silences(self._silences),
+            reservations=_concat(self._reservations) if self._reservations else (),
+            fabric=merge_fabrics(list(self._fabrics.values())),
+            quotas=_concat(self._quotas) if self._quotas else (),
+            volumes=merge_volumes(list(self._volumes.values())) if self._volumes else Volumes(),
+            ceph=_union(self._ceph) if self._ceph else {},
+            object_stores=_union(self._object_stores) if self._object_stores else {},
             events=tuple(self._events),
             controller=self._controller,
             collected_at=dict(self._collected_at),

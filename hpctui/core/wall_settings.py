@@ -62,6 +62,9 @@ class ServeSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The access token, from a file only its owner (or root) can read; empty: a random token per start."""
     require_token: bool = False
     """A token even for a loopback read-only display (same as ``--token``)."""
+    shared_collector: bool = True
+    """One collector process polls the cluster for every browser session (N tabs cost the cluster what one
+    costs); false: each tab's app polls on its own. A demo with actions allowed always polls per session."""
 
     def __post_init__(self) -> None:
         if not self.host.strip():

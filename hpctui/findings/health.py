@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
+from hpctui.findings.cephfs import CEPH_FSTYPES, cluster_of, cluster_words
 from hpctui.model import ClusterSnapshot, Gpu, IbPort, Mount, MountState, Node, Pod, Severity
 from hpctui.model.alerts import Alert
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, xid_severity
+from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, sxid_class
 from hpctui.model.probe import ProbeStatus, ServiceState, ServiceStatus
+from hpctui.model.storage import CephHealth
 
 
 class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -40,11 +43,38 @@ class Thresholds(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
     """A source is stale after this many missed intervals."""
     flap_window_s: Annotated[float, Meta(ge=0, le=86_400)] = 600.0
     """A cleared problem stays listed (recovered) this long."""
+    maint_window_s: Annotated[float, Meta(ge=0, le=30 * 86_400)] = 86_400.0
+    """A maintenance reservation starting within this many seconds is a finding on each of its nodes."""
+    agent_queue_warn: Annotated[int, Meta(ge=1, le=10_000_000)] = 100
+    """slurmctld's agent queue (sdiag "Agent queue size") at or above this is a finding."""
+    server_threads_warn: Annotated[int, Meta(ge=1, le=100_000)] = 128
+    """slurmctld server threads (sdiag "Server thread count") at or above this are a finding."""
+    backfill_interval_s: Annotated[float, Meta(gt=0, le=86_400)] = 30.0
+    """The cluster's backfill interval (``SchedulerParameters=bf_interval``, Slurm's default 30 s): a
+    backfill cycle that takes longer is a finding."""
+    rpc_user_rate_warn: Annotated[float, Meta(gt=0, le=1_000_000)] = 20.0
+    """One user's mean RPC rate to slurmctld (RPCs/s since sdiag's statistics began) that is a finding."""
+    switch_suspect_nodes: Annotated[int, Meta(ge=2, le=100_000)] = 3
+    """This many nodes under one leaf switch with a port down or flapping within ``flap_window_s`` (or at a
+    degraded rate) make one "suspect leaf switch" finding that leads the problem list."""
+    fs_target_warn_pct: Annotated[float, Meta(gt=0, le=100)] = 90.0
+    """A Lustre OST/MDT (``lfs df``) at least this full (%) is a warning."""
+    fs_target_crit_pct: Annotated[float, Meta(gt=0, le=100)] = 97.0
+    """A Lustre OST/MDT at least this full (%) is an error: writes striped onto it fail soon."""
+    pvc_pending_s: Annotated[float, Meta(ge=0, le=30 * 86_400)] = 300.0
+    """A GPU pod's PersistentVolumeClaim Pending this long (seconds since it was made) is a finding of its
+    storage class."""
+    volume_event_window_s: Annotated[float, Meta(gt=0, le=86_400)] = 900.0
+    """``FailedMount`` / ``FailedAttachVolume`` events of GPU pods this recent (seconds) are a finding of the
+    storage class of the claim they name."""
 
     def __post_init__(self) -> None:
         if self.gpu_temp_warn_c >= self.gpu_temp_crit_c:
             raise ValueError(f"gpu_temp_warn_c ({self.gpu_temp_warn_c:g}) must be below "
                              f"gpu_temp_crit_c ({self.gpu_temp_crit_c:g})")
+        if self.fs_target_warn_pct > self.fs_target_crit_pct:
+            raise ValueError(f"fs_target_warn_pct ({self.fs_target_warn_pct:g}) must not be above "
+                             f"fs_target_crit_pct ({self.fs_target_crit_pct:g})")
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,18 +118,53 @@ ACTIONS: dict[str, str] = {
     "nvlink_down": "check nvidia-smi nvlink -s (the peer GPU may be the cause); reset the GPUs or reboot",
     "nvlink_errors": "watch the counters; reset the GPUs if they keep rising; support if it persists",
     "gpu_stray_process": "find the process's owner (its cgroup); kill it if no job owns it",
+    "gpu_idle": "ask the owner (:idle, notify); requeue or cancel the job if it keeps holding GPUs it does not use",
+    "gpu_busy_unowned": "find what runs on it (nvidia-smi on the node): the scheduler does not know it uses this GPU",
     "service_failed": "systemctl status {name} / journalctl -u {name} on {node}; fix and restart it",
     "service_inactive": "systemctl start {name} on {node} if the node needs it",
     "ib_down": "check the cable and switch port (ibstat, iblinkinfo); reseat or replace the cable",
     "ib_rate": "reseat the cable; iblinkinfo names what the link could run at",
     "ib_flap": "bad cable or transceiver: reseat or replace it; drain the node if it keeps flapping",
     "ib_flapped": "bad cable or transceiver: reseat or replace it; drain the node if it keeps flapping",
+    "ib_switch": "check the leaf switch (its log, power, uplinks; iblinkinfo -S) before draining its nodes one by one",
+    "ib_switch_rate": "check the leaf switch's port speeds and firmware (iblinkinfo -S: 'Could be' hints)",
     "ib_errors": "symbol/link errors rising: reseat or replace the cable (xmit_wait is congestion)",
     "mount_hung": "check the file server (dmesg: server not responding; lfs check servers); drain the node",
     "mount_missing": "mount it again; check fstab or the automounter",
     "mount_read-only": "check dmesg for the error that remounted it read-only; remount or drain",
     "mount_degraded": "check the file system's targets (lfs df, beegfs-ctl --listtargets, ceph health)",
     "mount_slow": "check the file server's load and the network to it",
+    "fs_target_full": "move or purge data on the target (lfs find --ost); deactivate it for new files; add OSTs",
+    "fs_target_inactive": "check the target's server (lctl dl on the OSS/MDS, lfs check servers) and the "
+                          "network from the nodes named",
+    "fs_target_unreachable": "check the target's server and the fabric from the nodes named (lctl ping, "
+                             "beegfs-check-servers)",
+    "fs_target_degraded": "resync the target (beegfs-ctl --startresync) or check its flags (lfs df -v)",
+    "pvc_pending": "check the storage class's provisioner (its CSI controller pod's logs, kubectl describe pvc): "
+                   "quota, capacity or topology",
+    "volume_mount_failed": "check the CSI driver on the nodes named (its node plugin pod's logs) and the storage "
+                           "behind it; kubectl describe pod shows the whole error",
+    "quota_over": "the user frees space or gets more quota before checkpoints fail (lfs quota / beegfs-ctl --getquota)",
+    # storage behind the nodes (hpctui.findings.storage); other ceph_<check> codes: STORAGE_FALLBACK
+    "ceph_osd_down": "on the OSD's host: systemctl status ceph-osd@N, its log, the disk (smartctl); Ceph marks it "
+                     "out after mon_osd_down_out_interval (10 min) and rebalances: 'ceph osd set noout' for a reboot",
+    "ceph_osd_out": "if it is to come back: fix it, then 'ceph osd in N'; else let recovery finish (ceph -s)",
+    "ceph_pg_degraded": "recovery is running or waits for the down OSD: watch ceph -s; bring the OSD back",
+    "ceph_pg_availability": "PGs are stale or inactive: their OSDs are down; bring them back (ceph health detail)",
+    "ceph_pgs": "PGs not active+clean: see ceph pg dump_stuck; usually an OSD is down",
+    "ceph_pool_full": "writes to the pool block: raise its quota (ceph osd pool set-quota) or free space",
+    "ceph_pool_used": "the pool grows toward full: add OSDs or free space before writes block",
+    "ceph_pool_quota": "raise the pool's quota (ceph osd pool set-quota) or free space before writes block",
+    "ceph_partial": "one ceph call failed this time (named in the message); the others were read",
+    "ceph_stale": "check the ceph CLI on the admin host (conf, keyring, mons reachable): the finding says why",
+    "s3_auth": "check the access key and secret in the configured files/env (rotated? user suspended?)",
+    "s3_bucket_missing": "create the canary bucket (the probe never does), or fix bucket in the config",
+    "s3_quota": "the user or bucket quota is reached: raise it (radosgw-admin quota set / mc quota) or free space",
+    "s3_tls": "check the endpoint's certificate (expired? private CA: ca_file) and the URL's host name",
+    "s3_unreachable": "check the endpoint (the gateway up? its backing storage: an RGW with OSDs down hangs)",
+    "s3_error": "see the S3 error code in the message; try the same call with the site's S3 client",
+    "s3_slow": "see which call was slow; check the gateway's load and its backing storage",
+    "s3_stale": "the probe could not start: check the credentials files/env named in the message",
     "slurm_down": "find the cause (scontrol show node {node}, slurmd log); fix it, then State=RESUME",
     "slurm_drain": "when the cause is fixed: scontrol update NodeName={node} State=RESUME",
     "k8s_notready": "check the kubelet (systemctl status kubelet, journalctl -u kubelet) and the network",
@@ -112,8 +177,19 @@ ACTIONS: dict[str, str] = {
     "probe_late": "check the node's load and the probe's commands (a slow nvidia-smi, a hung mount)",
     "probe_unreachable": "check SSH to the node (is it up? ssh it by hand); see the error",
     "probe_pending": "wait for the first probe",
+    "resv_unusable": "resume the node when fixed, or update the reservation's nodes "
+                     "(scontrol update ReservationName=... Nodes=...); tell its users",
+    "resv_maint_soon": "check the jobs that end after its start (:reservations); announce the window to the users",
+    "ctld_agent_queue": "find the unreachable nodes (sinfo -R, scontrol ping); the agent retries them: see sdiag",
+    "ctld_threads": "see who sends the RPCs (:scheduler, by user); throttle polling scripts; max_rpc_cnt",
+    "ctld_backfill_slow": "lower bf_max_job_test / raise bf_interval, or use bf_continue (SchedulerParameters)",
+    "ctld_rpc_user": "ask the user to stop the polling loop (squeue in watch, a dashboard); rate-limit with "
+                     "SlurmctldParameters=rl_enable",
     "alert": "read the alert's runbook (enter: its labels and annotations); silence it while you work on the node",
 }
+
+
+STORAGE_FALLBACK = "see 'ceph health detail' on the admin host; Ceph's health-check docs explain each code"
 
 
 def recommended_action(code: str, severity: Severity = Severity.WARNING) -> str:
@@ -128,6 +204,8 @@ def recommended_action(code: str, severity: Severity = Severity.WARNING) -> str:
         if severity >= Severity.CRITICAL:
             return "fatal SXid: reset all GPUs and NVSwitches of the node (or reboot it)"
         return "non-fatal SXid: none needed unless it repeats; check cabling for 20012"
+    if code.startswith("ceph_"):
+        return STORAGE_FALLBACK
     return "see the evidence (enter) and the node's other findings"
 
 
@@ -284,10 +362,19 @@ def service_findings(service: ServiceState) -> list[Finding]:
     return []
 
 
+_LINK_ERRORS = frozenset(LINK_ERROR_COUNTERS)
+
+
+def _link_errors_moved(deltas: dict[str, int]) -> bool:
+    """Whether a link error counter (link_downed among them) rose since the last read. Data counters
+    move on every busy port: the usual answer, no error counter in the deltas at all, is found in C."""
+    return bool(deltas) and not _LINK_ERRORS.isdisjoint(deltas) and any(deltas.get(k, 0) > 0 for k in LINK_ERROR_COUNTERS)
+
+
 def ib_findings(port: IbPort) -> list[Finding]:
     if ((port.state is None or port.state == "ACTIVE") and not port.flaps and not port.degraded_rate
-            and not (port.deltas and any(port.deltas.values()))):
-        return []  # the common case, tested first: a healthy port whose counters did not move
+            and not _link_errors_moved(port.deltas)):
+        return []  # the common case, tested first: a healthy port whose error counters did not move
     obj = f"ib/{port.node}/{port.device}:{port.port}"
     name = f"{port.device} port {port.port}"  # the component, first in every message
     out: list[Finding] = []
@@ -316,14 +403,22 @@ _MOUNT_SEVERITY = {
 }
 
 
-def mount_findings(mount: Mount) -> list[Finding]:
+def mount_findings(mount: Mount, ceph: Mapping[str, CephHealth] | None = None) -> list[Finding]:
+    """A mount that is not ok. A CephFS mount tied to a configured Ceph cluster (``ceph``: the snapshot's, see
+    :func:`hpctui.findings.cephfs.cluster_of`) names the cluster and its health now:
+    ``ceph /scratch hung: ... — cluster ceph/prod HEALTH_WARN MDS_SLOW_REQUEST``."""
     severity = _MOUNT_SEVERITY.get(mount.state)
     if severity is None:
         return []
     latency = f" ({mount.latency_ms:.0f} ms)" if mount.latency_ms is not None else ""
     detail = f": {mount.detail}" if mount.detail else ""
+    cluster = ""
+    if ceph and mount.fstype in CEPH_FSTYPES:
+        health = cluster_of(mount, ceph)
+        if health is not None:
+            cluster = f" — cluster {cluster_words(health)}"
     return [Finding(severity=severity, object=f"mount/{mount.node}:{mount.target}", code=f"mount_{mount.state.value}",
-                    message=f"{mount.fstype} {mount.target} {mount.state.value}{latency}{detail}")]
+                    message=f"{mount.fstype} {mount.target} {mount.state.value}{latency}{detail}{cluster}")]
 
 
 def node_state_findings(node: Node) -> list[Finding]:
@@ -405,7 +500,7 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
     for port in snapshot.ib.get(name, ()):
         out.extend(ib_findings(port))
     for mount in snapshot.mounts.get(name, ()):
-        out.extend(mount_findings(mount))
+        out.extend(mount_findings(mount, snapshot.ceph))
     if snapshot.pods:
         from hpctui.findings.correlate import workload_index  # one pods-by-node index per snapshot
 
@@ -414,6 +509,10 @@ def node_findings(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> list[F
     probe = snapshot.probes.get(name)
     if probe is not None:
         out.extend(probe_findings(probe))
+    if snapshot.reservations:
+        from hpctui.findings.scheduler import reservation_findings
+
+        out.extend(reservation_findings(snapshot, name, t))
     alerts = snapshot.alerts.get(name) if snapshot.alerts else None
     if alerts:
         out.extend(alert_findings(alerts, out))
@@ -458,9 +557,26 @@ def node_severity(snapshot: ClusterSnapshot, name: str, t: Thresholds) -> Severi
 
 
 def all_findings(snapshot: ClusterSnapshot, t: Thresholds) -> list[Finding]:
-    """Every finding in the cluster, worst first (for the alert list and reports)."""
+    """Every finding in the cluster, worst first (for the alert list and reports); a suspect leaf switch
+    (hpctui.findings.fabric) first among equals."""
+    from hpctui.findings.fabric import switch_findings  # it builds on this module's Finding
+
     names = list(snapshot.nodes)
     names.extend(n for n in snapshot.gpus if n not in snapshot.nodes)
-    out = [f for n in names for f in node_findings(snapshot, n, t)]
+    out = [*switch_findings(snapshot, t), *(f for n in names for f in node_findings(snapshot, n, t))]
+    from hpctui.findings.pfs import quota_findings, running_jobs_by_user, target_findings  # cross-node
+    from hpctui.findings.scheduler import controller_findings
+
+    out.extend(f for found in target_findings(snapshot, t).values() for f in found)
+    if snapshot.quotas:  # one per user over quota with running jobs
+        out.extend(f for found in quota_findings(snapshot.quotas, running_jobs_by_user(snapshot)).values()
+                   for f in found)
+    from hpctui.findings.volumes import volume_findings  # per storage class (CSI driver)
+
+    out.extend(f for found in volume_findings(snapshot, t).values() for f in found)
+    from hpctui.findings.storage import storage_findings  # one group per Ceph cluster and S3 endpoint
+
+    out.extend(f for found in storage_findings(snapshot).values() for f in found)
+    out.extend(controller_findings(snapshot, t))
     out.sort(key=lambda f: f.severity, reverse=True)
     return out

@@ -18,9 +18,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from hpctui.findings.cephfs import CEPH_FSTYPES
 from hpctui.findings.correlate import workload_index
+from hpctui.findings.fabric import switch_findings
 from hpctui.findings.health import Finding, Thresholds, node_findings
+from hpctui.findings.pfs import FsCache, quota_findings, running_jobs_by_user, target_findings
+from hpctui.findings.scheduler import controller_entry, controller_findings, reservations_by_node
+from hpctui.findings.storage import STORAGE_PREFIXES, cephfs_mount_findings, storage_findings
+from hpctui.findings.volumes import volume_findings
 from hpctui.model import ClusterSnapshot, Severity
+from hpctui.model.scheduler import Reservation
 
 # The per-node parts of a snapshot the health rules may read. A node whose entries in all of
 # them are the very same objects as in the previous snapshot keeps its previous findings.
@@ -32,11 +39,26 @@ class FindingsIndex:
     """Every finding of one snapshot, by node, worst first."""
 
     def __init__(self, by_node: dict[str, tuple[Finding, ...]],
-                 worst: dict[str, Severity] | None = None) -> None:
+                 worst: dict[str, Severity] | None = None, cluster: tuple[Finding, ...] = (),
+                 leading: tuple[Finding, ...] = ()) -> None:
         self.by_node = by_node
+        self.cluster = cluster  # findings of no node (slurmctld's), worst first: in the iteration, not by_node
+        self.leading = leading  # findings about no one node (a suspect leaf switch): first among equals
         self._worst = worst if worst is not None else {n: _worst_of(fs) for n, fs in by_node.items()}
         self._all: list[Finding] | None = None
         self._objects: dict[str, dict[str, tuple[Finding, ...]]] = {}
+
+    def with_extra(self, extra: dict[str, tuple[Finding, ...]]) -> FindingsIndex:
+        """This index plus findings computed outside the per-node rules (idle GPUs, which need memory
+        across frames); itself when there are none. Each node's findings stay worst first."""
+        if not extra:
+            return self
+        by_node, worst = dict(self.by_node), dict(self._worst)
+        for name, found in extra.items():
+            merged = tuple(sorted((*by_node.get(name, ()), *found), key=lambda f: f.severity, reverse=True))
+            by_node[name] = merged
+            worst[name] = _worst_of(merged)
+        return FindingsIndex(by_node, worst, self.cluster, self.leading)
 
     def node(self, name: str) -> tuple[Finding, ...]:
         return self.by_node.get(name, ())
@@ -50,7 +72,12 @@ class FindingsIndex:
 
     def by_object(self, obj: str) -> tuple[Finding, ...]:
         """Findings of one object ("ib/gpu01/mlx5_0:1", "mount/gpu01:/lustre", ...)."""
-        node = obj.split("/", 2)[1].split(":", 1)[0] if "/" in obj else obj
+        if obj.startswith("switch/"):
+            return tuple(f for f in self.leading if f.object == obj)
+        if obj.startswith(STORAGE_PREFIXES):  # ceph/<source>/<what>: the group ceph/<source>
+            node = "/".join(obj.split("/", 2)[:2])
+        else:
+            node = obj.split("/", 2)[1].split(":", 1)[0] if "/" in obj else obj
         per_node = self._objects.get(node)
         if per_node is None:
             grouped: dict[str, list[Finding]] = {}
@@ -60,9 +87,10 @@ class FindingsIndex:
         return per_node.get(obj, ())
 
     def __iter__(self) -> Iterator[Finding]:
-        """All findings, worst first (stable: node order within one severity)."""
+        """All findings, worst first (stable: the leading ones, then node order, within one severity)."""
         if self._all is None:
-            everything = [f for fs in self.by_node.values() for f in fs]
+            everything = [*self.leading, *(f for fs in self.by_node.values() for f in fs)]
+            everything.extend(self.cluster)
             everything.sort(key=lambda f: f.severity, reverse=True)
             self._all = everything
         return iter(self._all)
@@ -100,7 +128,18 @@ class _Incremental:
         self.by_node: dict[str, tuple[Finding, ...]] = {}
         self.worst: dict[str, Severity] = {}
         self.with_processes: set[str] = set()  # nodes with a GPU process: recomputed every time
+        self.reservations: tuple[Reservation, ...] = ()  # the reservations the last computation read
         self.recomputed = 0  # nodes that went through the rules in the last call (for tests/benchmarks)
+        self.mounts: dict[str, Any] | None = None  # the mounts the file system findings were computed from
+        self.fs_findings: dict[str, tuple[Finding, ...]] = {}
+        self.fs_cache = FsCache()  # each node's part of the file system targets' picture (findings/pfs.py)
+        self.quota_inputs: tuple[Any, Any] | None = None  # (quotas, jobs) the quota findings were computed from
+        self.quota_findings: dict[str, tuple[Finding, ...]] = {}
+        self.volume_inputs: tuple[Any, Any, Any] | None = None  # (volumes, pods, events) of the volume findings
+        self.volume_findings: dict[str, tuple[Finding, ...]] = {}
+        self.ceph_key: tuple[Any, ...] = ()  # what node findings read of the Ceph clusters (CephFS mounts)
+        self.cephfs_inputs: tuple[Any, Any] | None = None  # (mounts, ceph key) of the CephFS mount groups
+        self.cephfs_findings: dict[str, list[Finding]] = {}
 
     def compute(self, snapshot: ClusterSnapshot, thresholds: Thresholds) -> FindingsIndex:
         parts = tuple(getattr(snapshot, p) for p in NODE_PARTS)
@@ -108,6 +147,7 @@ class _Incremental:
         names = list(nodes)
         names.extend(n for n in gpus if n not in nodes)
         pods_by_node = workload_index(snapshot).pods_by_node if snapshot.pods else {}
+        ceph_key = _ceph_key(snapshot)
         if self.parts is None or names != self.names:  # first time, or nodes came or went: all of them
             dirty, by_node, worst = names, {}, {}
             self.with_processes = set()
@@ -120,6 +160,11 @@ class _Incremental:
                 for name in pods_by_node.keys() | old_pods.keys():
                     if not _same_items(pods_by_node.get(name, ()), old_pods.get(name, ())):
                         changed.add(name)
+            if ceph_key != self.ceph_key:  # a CephFS mount's finding names its cluster's health now
+                changed.update(n for n, ms in snapshot.mounts.items() if any(m.fstype in CEPH_FSTYPES for m in ms))
+            if snapshot.reservations is not self.reservations:  # reservation rules read them and the time
+                for held in (snapshot.reservations, self.reservations):
+                    changed.update(reservations_by_node(held))
             # (a part may name a host that is neither a node nor has GPUs: no findings, as before)
             dirty = [n for n in changed if n in nodes or n in gpus]
             by_node, worst = dict(self.by_node), dict(self.worst)  # same names: same order
@@ -133,8 +178,39 @@ class _Incremental:
                 with_processes.add(name)
         self.parts, self.pods, self.names = parts, pods_by_node, names
         self.by_node, self.worst, self.with_processes = by_node, worst, with_processes
+        self.reservations = snapshot.reservations
+        self.ceph_key = ceph_key
         self.recomputed = len(dirty)
-        return FindingsIndex(by_node, worst)
+        if snapshot.mounts is not self.mounts:  # cross-node: one finding per file system target, not per node
+            self.mounts, self.fs_findings = snapshot.mounts, target_findings(snapshot, thresholds, self.fs_cache)
+        quota_inputs = (snapshot.quotas, snapshot.jobs)
+        if self.quota_inputs is None or any(a is not b for a, b in zip(quota_inputs, self.quota_inputs, strict=True)):
+            self.quota_inputs = quota_inputs  # one group per user over quota with running jobs
+            self.quota_findings = (quota_findings(snapshot.quotas, running_jobs_by_user(snapshot))
+                                   if snapshot.quotas else {})
+        volume_inputs = (snapshot.volumes, snapshot.pods, snapshot.events)
+        if self.volume_inputs is None or any(a is not b for a, b in zip(volume_inputs, self.volume_inputs,
+                                                                              strict=True)):
+            self.volume_inputs = volume_inputs  # one group per storage class (CSI driver)
+            self.volume_findings = volume_findings(snapshot, thresholds)
+        cephfs_inputs = (snapshot.mounts, ceph_key)
+        if (self.cephfs_inputs is None or cephfs_inputs[0] is not self.cephfs_inputs[0]
+                or cephfs_inputs[1] != self.cephfs_inputs[1]):
+            self.cephfs_inputs = cephfs_inputs  # per Ceph group: the nodes whose CephFS mounts are hung
+            self.cephfs_findings = cephfs_mount_findings(snapshot)
+        return FindingsIndex(by_node, worst, controller_entry(controller_findings(snapshot, thresholds)),
+                             switch_findings(snapshot, thresholds, by_node)).with_extra(
+                                 {**self.fs_findings, **self.quota_findings, **self.volume_findings,
+                                  **storage_findings(snapshot, self.cephfs_findings)})
+
+
+def _ceph_key(snapshot: ClusterSnapshot) -> tuple[Any, ...]:
+    """What a CephFS mount's finding reads of the Ceph clusters: their identity and health words (compared by
+    value: a Ceph source makes new objects every read, mostly saying the same)."""
+    if not snapshot.ceph:
+        return ()
+    return tuple((h.name, h.fsid, h.mon_addrs, h.status, tuple((c.code, c.muted) for c in h.checks))
+                 for h in snapshot.ceph.values())
 
 
 def _same_items(a: Sequence[Any], b: Sequence[Any]) -> bool:

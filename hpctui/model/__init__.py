@@ -2,7 +2,7 @@
 
 from hpctui.model.common import NA, Severity, fmt_na, worst
 from hpctui.model.event import Event
-from hpctui.model.gpu import Gpu, MigInstance, ThrottleReason, XidEvent, xid_severity
+from hpctui.model.gpu import Gpu, GpuSummary, MigInstance, ThrottleReason, XidEvent, xid_severity
 from hpctui.model.ib import IbPort
 from hpctui.model.jobs import K8sQueueItem, Pod, QueueGpus, SlurmJob
 from hpctui.model.mount import Mount, MountState
@@ -31,6 +31,7 @@ __all__ = [
     "Event",
     "Gpu",
     "GpuProcess",
+    "GpuSummary",
     "IbPort",
     "K8sNodeInfo",
     "K8sQueueItem",

@@ -36,16 +36,23 @@ class ActionKind(enum.StrEnum):
     CUSTOM = "custom"  # a [[custom_actions]] command (hpctui.actions.custom); param name=NAME
     SILENCE_NODES = "silence"  # an Alertmanager silence per node; params reason (its comment), hours
     EXPIRE_SILENCES = "expire_silence"  # targets: Alertmanager silence ids
+    HEALTH_CHECK = "check"  # a health check on nodes (hpctui.actions.checks); param check=ID
+    SHELL_NODE = "shell_node"  # an interactive ssh session on one node (hpctui.actions.shells)
+    SHELL_POD = "shell_pod"  # a shell in one pod's container (kubectl exec -it); target namespace/name
+    SHELL_JOB = "shell_job"  # a shell in one running Slurm job's allocation (srun --overlap --pty)
 
 
 NODE_ACTIONS = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES,
     ActionKind.CANCEL_REBOOT, ActionKind.CORDON_NODES, ActionKind.UNCORDON_NODES,
     ActionKind.K8S_DRAIN_NODES, ActionKind.MIG_RECONFIGURE, ActionKind.RESERVE_MAINT, ActionKind.SILENCE_NODES,
+    ActionKind.HEALTH_CHECK,
 })
 # Actions whose targets are names of other things (partitions, reservations): comma lists, not hostlists.
 NAME_ACTIONS = frozenset({ActionKind.DELETE_RESERVATION, ActionKind.PARTITION_STATE, ActionKind.EXPIRE_SILENCES})
-POD_ACTIONS = frozenset({ActionKind.DELETE_PODS})  # targets: namespace/name (comma or space separated)
+POD_ACTIONS = frozenset({ActionKind.DELETE_PODS})
+# Interactive sessions: one target, run on the real terminal while the app is suspended (hpctui.actions.shells).
+SHELL_ACTIONS = frozenset({ActionKind.SHELL_NODE, ActionKind.SHELL_POD, ActionKind.SHELL_JOB})  # targets: namespace/name (comma or space separated)
 JOB_ACTIONS = frozenset({
     ActionKind.REQUEUE_JOBS, ActionKind.REQUEUE_HOLD_JOBS, ActionKind.HOLD_JOBS,
     ActionKind.RELEASE_JOBS, ActionKind.CANCEL_JOBS,
@@ -62,6 +69,7 @@ REQUIRED_PARAMS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.REBOOT_NODES: ("reason",),
     ActionKind.PARTITION_STATE: ("state",),
     ActionKind.SILENCE_NODES: ("reason",),
+    ActionKind.HEALTH_CHECK: ("check",),
 }
 # What to do with a target that already is what the action makes it (a drained node, a cordoned
 # node, a held job): ``reason_mode`` — keep it as it is, append the new reason to its reason, or
@@ -157,6 +165,7 @@ class ActionPlan(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     # Why the plan may not run in read-only mode; None: it may (a custom action marked read_only_ok).
     read_only_refusal: str | None = "read-only mode"
     command: CommandSpec | None = None  # a command action's runs (hpctui.actions.custom)
+    held: tuple[str, ...] = ()  # resume/uncordon: nodes the health-check gate holds (hpctui.actions.checks.gate)
 
     @property
     def already(self) -> tuple[PriorState, ...]:

@@ -106,6 +106,21 @@ class MigInstance(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     engine_active: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0..1
 
 
+class GpuSummary(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One node's GPUs summed up by a metrics engine, for a node whose per-GPU readings were not
+    fetched (Prometheus ``detail = "aggregate"``: a healthy node nobody is looking at). The values
+    are the ones the heatmap draws, computed engine-side over the same per-GPU readings it would
+    otherwise compute them from. A node with per-GPU readings in ``gpus`` is drawn from those.
+    ``None``: not available (no GPU with a reading), never zero."""
+
+    node: str
+    gpus: int | None = None  # GPUs reporting
+    util_pct: float | None = None  # mean over the GPUs with a reading (MIG GPUs have none)
+    temp_c: float | None = None  # the hottest GPU
+    memory_pct: float | None = None  # mean over the GPUs of used / total
+    power_pct: float | None = None  # 100 × total draw / total limit, over GPUs with both
+
+
 class Gpu(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One physical GPU. ``None`` means not available, never zero."""
 

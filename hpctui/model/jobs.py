@@ -152,6 +152,8 @@ class Pod(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     mirror: bool = False  # a static pod's mirror (drain skips it)
     uid: str | None = None
     labels: dict[str, str] = msgspec.field(default_factory=dict)
+    containers: tuple[str, ...] = ()  # spec.containers names, in order (a shell's container picker)
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (its namespace's; ephemeral ones too)
 
     @property
     def daemonset(self) -> bool:

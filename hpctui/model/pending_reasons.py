@@ -96,3 +96,25 @@ def explain_pending_reason(reason: str | None, job: SlurmJob | None = None) -> s
     if head == "BeginTime" and job is not None and job.restart_count:
         text += f" (requeued {job.restart_count}×)"
     return text
+
+
+REASON_CLASSES = ("qos", "assoc", "priority", "resources", "held", "other")  # the :users view's columns
+
+
+def reason_class(reason: str | None) -> str:
+    """Which family a pending reason belongs to: ``qos`` (a QOS* limit), ``assoc`` (an Assoc* limit),
+    ``priority`` (behind higher-priority jobs: fair-share, age, QoS priority), ``resources``,
+    ``held`` (user/admin hold, dependency) or ``other``."""
+    head = (reason or "").strip().partition(",")[0].strip()
+    if head.startswith("QOS") and head not in ("QOSNotAllowed",):
+        return "qos"
+    if head.startswith("Assoc"):
+        return "assoc"
+    if head == "Priority":
+        return "priority"
+    if head in ("Resources", "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority "
+                "partitions") or head.startswith("ReqNodeNotAvail"):
+        return "resources"
+    if head in ("JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime"):
+        return "held"
+    return "other"

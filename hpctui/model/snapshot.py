@@ -12,14 +12,18 @@ import msgspec
 
 from hpctui.model.alerts import Alert, Silence
 from hpctui.model.event import Event
-from hpctui.model.gpu import Gpu
+from hpctui.model.fabric import Fabric
+from hpctui.model.gpu import Gpu, GpuSummary
 from hpctui.model.ib import IbPort
 from hpctui.model.jobs import K8sQueueItem, Pod, SlurmJob
-from hpctui.model.mount import Mount
+from hpctui.model.mount import Mount, QuotaUsage
 from hpctui.model.node import K8sNodeInfo, Node, SlurmNodeInfo
 from hpctui.model.nvswitch import NvSwitch
 from hpctui.model.partition import SlurmPartition
 from hpctui.model.probe import NodeResources, ProbeStatus, ServiceState
+from hpctui.model.scheduler import Reservation, SchedulerStats
+from hpctui.model.storage import CephHealth, S3Probe
+from hpctui.model.volumes import Volumes
 
 
 class Part(enum.StrEnum):
@@ -42,6 +46,12 @@ class Part(enum.StrEnum):
     NVSWITCHES = "nvswitches"
     ALERTS = "alerts"
     SILENCES = "silences"
+    RESERVATIONS = "reservations"
+    FABRIC = "fabric"
+    QUOTAS = "quotas"
+    VOLUMES = "volumes"
+    CEPH = "ceph"
+    OBJECT_STORES = "object_stores"
 
 
 class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -55,6 +65,7 @@ class ControllerHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     last_backfill_cycle_s: float | None = None
     mean_schedule_cycle_us: float | None = None
     detail: str | None = None
+    stats: SchedulerStats | None = None  # the whole of sdiag / REST diag (the :scheduler view)
 
 
 class SourceHealth(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -90,6 +101,8 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     k8s_nodes: dict[str, K8sNodeInfo] | None = None
     pods: tuple[Pod, ...] | None = None
     gpus: dict[str, tuple[Gpu, ...]] | None = None
+    # nodes whose per-GPU readings were not fetched, summed up by the engine (the heatmap draws them)
+    gpu_summaries: dict[str, GpuSummary] | None = None
     ib: dict[str, tuple[IbPort, ...]] | None = None
     mounts: dict[str, tuple[Mount, ...]] | None = None
     events: tuple[Event, ...] | None = None
@@ -102,6 +115,12 @@ class SourceResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     nvswitches: dict[str, tuple[NvSwitch, ...]] | None = None  # NVSwitches that logged SXids, per node
     alerts: dict[str, tuple[Alert, ...]] | None = None  # Alertmanager's alerts per node ("" for cluster-wide ones)
     silences: tuple[Silence, ...] | None = None  # Alertmanager's silences (active and pending; expired dropped)
+    reservations: tuple[Reservation, ...] | None = None  # Slurm reservations (scontrol show reservation / REST)
+    fabric: Fabric | None = None  # the IB topology this source knows (Slurm topology/tree, ibnetdiscover)
+    quotas: tuple[QuotaUsage, ...] | None = None  # file system quotas of the users with running jobs (lfs quota)
+    volumes: Volumes | None = None  # Kubernetes PersistentVolumeClaims and StorageClasses
+    ceph: dict[str, CephHealth] | None = None  # Ceph cluster health, keyed by the source's name
+    object_stores: dict[str, S3Probe] | None = None  # S3 endpoint probes, keyed by the source's name
     warnings: tuple[str, ...] = ()  # what the source had to work around, shown next to its health
     # Part -> error for a part this source could not read this time while the others worked (an RBAC 403 on
     # pods only): that part is left out (its data keeps its age) and its pane shows the error.
@@ -121,6 +140,7 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     time: float
     nodes: dict[str, Node] = msgspec.field(default_factory=dict)
     gpus: dict[str, tuple[Gpu, ...]] = msgspec.field(default_factory=dict)
+    gpu_summaries: dict[str, GpuSummary] = msgspec.field(default_factory=dict)  # nodes without per-GPU readings
     ib: dict[str, tuple[IbPort, ...]] = msgspec.field(default_factory=dict)
     mounts: dict[str, tuple[Mount, ...]] = msgspec.field(default_factory=dict)
     jobs: tuple[SlurmJob, ...] = ()
@@ -135,6 +155,12 @@ class ClusterSnapshot(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     nvswitches: dict[str, tuple[NvSwitch, ...]] = msgspec.field(default_factory=dict)
     alerts: dict[str, tuple[Alert, ...]] = msgspec.field(default_factory=dict)  # node ("" cluster-wide) -> alerts
     silences: tuple[Silence, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    fabric: Fabric | None = None  # leaf switches and cabling, merged over the sources that know it
+    quotas: tuple[QuotaUsage, ...] = ()  # usage and limits of the users with running jobs, per file system
+    volumes: Volumes = Volumes()  # PVCs and StorageClasses (the CSI drivers behind pods' volumes)
+    ceph: dict[str, CephHealth] = msgspec.field(default_factory=dict)  # source name -> its cluster's health
+    object_stores: dict[str, S3Probe] = msgspec.field(default_factory=dict)  # source name -> its last probe
     collected_at: dict[str, float] = msgspec.field(default_factory=dict)  # Part -> time
     sources: dict[str, SourceHealth] = msgspec.field(default_factory=dict)
     part_sources: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # Part -> source names

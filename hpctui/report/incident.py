@@ -16,7 +16,7 @@ import html
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,15 @@ from hpctui import __version__
 from hpctui.base.private_files import private_dir, write_private
 from hpctui.base.sanitize import clean_text
 from hpctui.core.series_history import SeriesHistory
-from hpctui.findings.health import Thresholds
+from hpctui.findings.health import Finding, Thresholds
 from hpctui.findings.index import findings_for
+from hpctui.findings.nodehistory import exit_text, summary
 from hpctui.model import ClusterSnapshot, SlurmJob
 from hpctui.model import gpu as gpu_model
+from hpctui.model.checks import CheckResult, CriticalMark
 from hpctui.model.hostlist import HostlistError, collect, expand
 from hpctui.model.jobs import jobs_by_id
+from hpctui.model.nodehistory import NodeRecord
 from hpctui.report import charts as report_charts
 
 REDACTED = "[redacted]"
@@ -180,8 +183,19 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
                  series: SeriesHistory | None = None,
                  audit: Iterable[Mapping[str, Any]] = (), secrets: Iterable[str] = (),
                  user: str | None = None, host: str | None = None, now: float | None = None,
-                 origin: str = "hpctui report") -> dict[str, Any]:
+                 origin: str = "hpctui report",
+                 checks: Callable[[str], Sequence[CheckResult]] | None = None,
+                 held: Callable[[str], Sequence[CriticalMark]] | None = None,
+                 extra: Mapping[str, tuple[Finding, ...]] | None = None,
+                 node_records: Sequence[NodeRecord] = ()) -> dict[str, Any]:
     """The report document (plain JSON data), sanitised and with secrets redacted.
+
+    ``checks``: each node's kept health-check results (newest first), listed and put on the timeline;
+    ``held``: each node's critical findings the resume gate still holds it for;
+    ``extra``: findings the per-snapshot rules cannot make, by node (a running app's idle GPUs, which
+    need memory across frames: ``Frame.idle.findings``);
+    ``node_records``: what the cluster remembers of the nodes (hpctui.core.nodehistory: slurmdbd's
+    drains and downs, the audit's resumes, cordons; the jobs that died there), over its own window.
 
     ``series``: the store's per-GPU/per-port rings, charted one line per GPU and port with the failing
     ones highlighted; ``history``: the node means, charted where the rings do not keep a node.
@@ -189,7 +203,7 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
     now = snapshot.time if now is None else now
     start = now - since_s
     node_set = set(nodes)
-    findings = findings_for(snapshot, thresholds or Thresholds())
+    findings = findings_for(snapshot, thresholds or Thresholds()).with_extra(dict(extra or {}))
     job_ids = set(jobs)
     hit_jobs = [j for j in snapshot.jobs
                 if j.display_id in job_ids or str(j.job_id) in job_ids
@@ -206,7 +220,17 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
     mount_rows: list[dict[str, Any]] = []
     timeline: list[dict[str, Any]] = []
     charts: dict[str, list[dict[str, Any]]] = {}
+    check_rows: list[dict[str, Any]] = []
     for name in nodes:
+        for c in (checks(name) if checks is not None else ()):
+            check_rows.append({"node": name, "check": c.check, "status": c.status.value, "summary": c.summary,
+                               "time": c.time, "user": c.user, "peer": c.peer,
+                               "failed": [f"{d.test}" + (f" GPU {d.gpu}" if d.gpu is not None else "")
+                                          + (f": {d.message}" if d.message else "")
+                                          for d in c.details if d.status.value != "passed"][:8]})
+            if c.time >= start:
+                timeline.append({"time": c.time, "source": "check", "object": f"node/{name}",
+                                 "severity": "INFO" if c.passed else "ERROR", "message": f"{c.check}: {c.summary}"})
         node = snapshot.nodes.get(name)
         slurm = node.slurm if node else None
         k8s = node.k8s if node else None
@@ -220,6 +244,8 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
             "k8s_unschedulable": k8s.unschedulable if k8s else None,
             "findings": [{"severity": f.severity.name, "object": f.object, "code": f.code, "message": f.message}
                          for f in findings.node(name)],
+            "resume_held_for": [{"finding": m.message, "first_seen": m.first_seen, "domain": m.domain.value}
+                                for m in (held(name) if held is not None else ())],
         })
         if slurm and slurm.reason and not _event_says(snapshot, f"node/{name}", slurm.reason, slurm.reason_time,
                                                        start):
@@ -289,6 +315,14 @@ def build_report(snapshot: ClusterSnapshot, *, nodes: list[str], jobs: list[str]
         "pods": [{"namespace": p.namespace, "name": p.name, "node": p.node, "phase": p.phase,
                   "reason": p.reason, "gpus_requested": p.gpus_requested} for p in hit_pods],
         "actions": actions,
+        "health_checks": check_rows,
+        "node_history": [{"node": r.node, "summary": summary(r), "since": r.start, "problems": list(r.problems)}
+                         for r in node_records],
+        "node_events": [{"node": e.node, "time": e.time, "end": e.end, "kind": e.kind, "user": e.user,
+                         "reason": e.reason, "origin": e.origin} for r in node_records for e in r.events],
+        "dead_jobs": [{"id": j.job_id, "node": r.node, "state": j.state, "exit": exit_text(j), "user": j.user,
+                       "account": j.account, "name": j.name, "end": j.end, "gpus": j.gpus}
+                      for r in node_records for j in r.dead_jobs],
         "timeline": timeline,
         "charts": charts,
         "sources": {n: {"kind": h.kind, "last_success": h.last_success, "last_error": h.last_error}
@@ -332,7 +366,9 @@ SECTIONS: list[tuple[str, str, list[Column]]] = [
     ("Affected nodes", "nodes", [("node", "name"), ("Slurm", "slurm_state"), ("reason", "reason"),
                                  ("by", "reason_user"), ("K8s Ready", "k8s_ready"),
                                  ("findings", lambda r: "; ".join(f"{f['severity']} {f['code']}: {f['message']}"
-                                                                  for f in r["findings"]) or "-")]),
+                                                                  for f in r["findings"]) or "-"),
+                                ("resume held for", lambda r: "; ".join(m["finding"] for m in r.get("resume_held_for", ()))
+                                 or "-")]),
     ("GPUs", "gpus", [("node", "node"), ("gpu", "index"), ("model", "model"), ("util %", "util_pct"),
                       ("temp C", "temp_c"), ("power W", "power_w"), ("last Xid", "last_xid"), ("lost", "lost")]),
     ("Xid events", "xid_events", [("time", lambda r: fmt_time(r["time"])), ("node", "node"), ("gpu", "gpu"),
@@ -357,6 +393,19 @@ SECTIONS: list[tuple[str, str, list[Column]]] = [
                       ("partition", "partition")]),
     ("Pods", "pods", [("namespace", "namespace"), ("pod", "name"), ("node", "node"), ("phase", "phase"),
                       ("reason", "reason"), ("GPUs", "gpus_requested")]),
+    ("Health checks", "health_checks", [("time", lambda r: fmt_time(r["time"])), ("node", "node"),
+                                        ("check", "check"), ("result", "status"), ("summary", "summary"),
+                                        ("failed", lambda r: "; ".join(r["failed"]) or "-"), ("by", "user")]),
+    ("Node history", "node_history", [("node", "node"), ("since", lambda r: fmt_time(r["since"])),
+                                      ("what it remembers", "summary"),
+                                      ("not read", lambda r: "; ".join(r["problems"]) or "-")]),
+    ("Node events", "node_events", [("time", lambda r: fmt_time(r["time"])), ("node", "node"), ("event", "kind"),
+                                    ("by", "user"), ("reason", "reason"), ("until", lambda r: fmt_time(r["end"])),
+                                    ("from", "origin")]),
+    ("Jobs that died on these nodes", "dead_jobs", [("ended", lambda r: fmt_time(r["end"])), ("node", "node"),
+                                                    ("job", "id"), ("state", "state"), ("exit", "exit"),
+                                                    ("user", "user"), ("account", "account"), ("GPUs", "gpus"),
+                                                    ("name", "name")]),
     ("Timeline", "timeline", [("time", lambda r: fmt_time(r["time"])), ("source", "source"), ("object", "object"),
                               ("severity", "severity"), ("what", "message")]),
 ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from hpctui.model.accounting import AccountingInfo, FairShare, QosLimits
+from hpctui.model.jobs import SlurmJob
+from hpctui.model.scheduler import ExpectedStart, JobOutlook, PriorityFactors
 from hpctui.sim.workload import USERS
 
 QOS = (
@@ -40,3 +42,25 @@ def demo_accounting(user: str | None, account: str | None, gpu_usage: dict[str, 
                                   fairshare=round(2 ** (-eff / share), 6) if share else None, depth=2))
     return AccountingInfo(available=True, user=user, account=account, fairshare=rows, qos=list(QOS),
                           notes=["demo cluster: simulated fair-share"])
+
+
+def demo_outlook(job_id: str, job: SlurmJob | None, now: float) -> JobOutlook:
+    """sprio and squeue --start as the demo's multifactor plugin would answer (QoS-weighted, like the beds)."""
+    if job is None:
+        return JobOutlook(job_id=job_id, detail="sprio: no such job (it left the queue)")
+    if job.state != "PENDING":
+        return JobOutlook(job_id=job_id, detail=f"sprio: no priority factors (the job is {job.state}, not pending)",
+                          start=ExpectedStart(job_id=job_id, user=job.user, start_time=job.start_time,
+                                              sched_nodes=job.nodes))
+    qos = next((q for q in QOS if q.name == job.qos), QOS[0])
+    waited = max(0.0, now - (job.submit_time or now))
+    age = min(1000, int(waited / 86_400 * 1000))
+    qos_f = min(10_000, (qos.priority or 0) * 10)
+    share = 200 + (sum(map(ord, job.user or "")) % 800)
+    factors = PriorityFactors(job_id=job_id, user=job.user, priority=age + qos_f + share, site=0, age=age,
+                              fairshare=share, jobsize=0, partition=0, qos=qos_f, nice=0)
+    start = None if job.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency") else \
+        now + 600 + (sum(map(ord, job_id)) % 36) * 300
+    return JobOutlook(job_id=job_id, factors=factors,
+                      start=ExpectedStart(job_id=job_id, user=job.user, start_time=start, reason=job.reason),
+                      commands=("demo: simulated sprio / squeue --start",))

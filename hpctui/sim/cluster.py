@@ -29,9 +29,15 @@ from hpctui.model import (
     SourceResult,
     Taint,
 )
+from hpctui.model.mount import QuotaUsage
+from hpctui.model.scheduler import Reservation
 from hpctui.sim import metrics
-from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place, place_stray
-from hpctui.sim.pods import build_pods, crashloop_restarts
+from hpctui.sim.fabric import build_sim_fabric
+from hpctui.sim.incidents import DRAIN_REASON, NOTREADY_MESSAGE, Incidents, place, place_idle, place_stray
+from hpctui.sim.pods import build_pods, crashloop_restarts, demo_volumes
+from hpctui.sim.quotas import demo_quotas
+from hpctui.sim.scheduler import HAMMER_USER, demo_reservations, demo_stats
+from hpctui.sim.storage import demo_ceph, demo_object_stores
 from hpctui.sim.topology import GFD_PRODUCT, GPU_SHORT, MIG_BALANCED, NodeSpec, build_topology
 from hpctui.sim.workload import SimJob, Workload, idx_str
 
@@ -67,8 +73,18 @@ class SimCluster:
         self.workload = Workload(self.topo, seed, start_time, exclude=frozenset({self.place.xid_node}),
                                  unavailable=self._unavailable_nodes())
         self.place = place_stray(self.place, self.topo, lambda n: self.workload.alloc[n].gpus)
+        self.place = place_idle(self.place, self.topo, self._one_job_holds_all)
         self.incidents = Incidents(self.place, start_time, seed)
         self.incident_nodes = self.place.nodes
+        self._reservations: tuple[Reservation, ...] | None = None
+        self.volumes = demo_volumes(start_time)  # the pods' claims and storage classes (static)
+        self._quota_user: str | None = None  # the demo's user over quota (most running jobs at the start)
+        self._quotas: tuple[frozenset[str], tuple[QuotaUsage, ...]] | None = None
+        self.fabric = build_sim_fabric(self.topo)
+        self.ceph = {"ceph": demo_ceph()}  # HEALTH_WARN: an OSD down (hpctui.sim.storage)
+        self.object_stores = demo_object_stores(start_time)  # one endpoint refusing auth, one healthy
+        # the faulty leaf switch: the flapping node's; the first port of each node on it flaps as well
+        self.leaf_flap_nodes = frozenset(self.fabric.peers(self.place.flap_node))
         rng = random.Random(f"phases-{seed}")
         self.specs: tuple[NodeSpec, ...] = self.topo.all_nodes
         self.phase = {n.name: rng.uniform(0.0, 6.283) for n in self.specs}
@@ -108,6 +124,14 @@ class SimCluster:
             self._read_node(spec, start_time)
         self.workload.dirty_nodes.clear()
         self._refresh_jobs()
+
+    def _one_job_holds_all(self, name: str) -> bool:
+        """One running single-node job holds every GPU of node ``name`` (the idle-job incident's node)."""
+        alloc = self.workload.alloc[name]
+        if len(alloc.jobs) != 1 or len(alloc.gpus) < 8:
+            return False
+        job = self.workload.jobs.get(next(iter(alloc.jobs)))
+        return job is not None and job.state == "RUNNING" and job.num_nodes == 1
 
     def _unavailable_nodes(self) -> tuple[str, ...]:
         """What the showcase ReqNodeNotAvail job asked for and cannot get: the drained Xid node and
@@ -264,6 +288,7 @@ class SimCluster:
         olds = self._ib.get(name)
         incident = name in self.incident_nodes
         flap_here = name == self.place.flap_node
+        leaf_flap = name in self.leaf_flap_nodes
         ports: list[IbPort] = []
         sin, replace = math.sin, msgspec.structs.replace
         W53, W13 = metrics.W53, metrics.W13
@@ -310,6 +335,8 @@ class SimCluster:
                     deltas = dict(moved) if deltas is metrics.ZERO_DELTAS else {**moved, **deltas}
                 # the probe's flap memory: the port stays listed as flapping while it is up again
                 flaps, last_down = self.incidents.flap_downs, self.incidents.flap_last_down
+            elif leaf_flap and k == 0:  # the leaf switch flaps every node's port on it
+                flaps, last_down = self.incidents.leaf_flaps(t)
             if (old_port is not None and new is old and deltas is old_port.deltas
                     and old_port.flaps == flaps and old_port.last_down == last_down
                     and old_port.is_up == up and old_port.rate_gbps == (spec.ib_max_gbps if rate is None else rate)):
@@ -408,11 +435,43 @@ class SimCluster:
             self._counts = (self._jobs, states.count("RUNNING"), states.count("PENDING"))
         _, running, pending = self._counts
         w = metrics.wave(t, 0.3, 60.0)
+        threads, bf_s, sched_us = 3 + int(2 + 2 * w), round(0.8 + 0.3 * w, 3), round(1800 + 400 * w, 0)
         return ControllerHealth(
-            reachable=True, server_thread_count=3 + int(2 + 2 * w), agent_queue_size=0,
-            jobs_pending=pending, jobs_running=running, last_backfill_cycle_s=round(0.8 + 0.3 * w, 3),
-            mean_schedule_cycle_us=round(1800 + 400 * w, 0), detail="demo slurmctld (primary) UP",
+            reachable=True, server_thread_count=threads, agent_queue_size=0,
+            jobs_pending=pending, jobs_running=running, last_backfill_cycle_s=bf_s,
+            mean_schedule_cycle_us=sched_us, detail="demo slurmctld (primary) UP",
+            stats=demo_stats(t, self.t0, threads, pending, running, bf_s, sched_us),
         )
+
+    def job(self, job_id: str) -> SlurmJob | None:
+        """The job of the last tick with this id (``1234`` or an array task's ``1234_5``)."""
+        return next((j for j in self._jobs if j.display_id == job_id or str(j.job_id) == job_id), None)
+
+    def reservations(self) -> tuple[Reservation, ...]:
+        """The scripted reservations (hpctui.sim.scheduler): maintenance over the drained Xid node, and k8s."""
+        if self._reservations is None:
+            maint = self._unavailable_nodes()[:1] + tuple(self._neighbour(self.place.xid_node))
+            k8s = [n.name for n in self.topo.gpu_nodes if n.k8s_reserved]
+            self._reservations = demo_reservations(self.t0, maint, k8s)
+        return self._reservations
+
+    def quotas(self) -> tuple[QuotaUsage, ...]:
+        """What a quota sweep would report now: the users with running jobs, one of them over quota."""
+        running = [j.user for j in self._jobs if j.state == "RUNNING" and j.user]
+        others = sorted(set(running) - {HAMMER_USER})  # judy already shows the slurmctld finding
+        if self._quota_user is None and others:
+            self._quota_user = max(others, key=running.count)
+        owners = frozenset(running)
+        if self._quotas is None or self._quotas[0] != owners:
+            self._quotas = (owners, demo_quotas(owners, self._quota_user, self.seed))
+        return self._quotas[1]
+
+    def _neighbour(self, name: str) -> list[str]:
+        """The next plain GPU node after ``name`` in the same partition (none at the end)."""
+        spec = self.topo.by_name[name]
+        same = [n.name for n in self.topo.gpu_nodes if n.partitions[:1] == spec.partitions[:1] and not n.k8s_reserved]
+        i = same.index(name) if name in same else -1
+        return same[i + 1:i + 2]
 
     def to_result(self, t: float, source: str = "demo") -> SourceResult:
         """Everything, as one collection; events are those since the previous call."""
@@ -420,6 +479,8 @@ class SimCluster:
             source=source, time=t, slurm_nodes=dict(self._slurm), slurm_jobs=self._jobs,
             k8s_nodes=dict(self._k8s), pods=self._pods, gpus=dict(self._gpus), ib=dict(self._ib),
             mounts=dict(self._mounts), events=tuple(self.incidents.drain_events()), controller=self.controller(t),
+            fabric=self.fabric, quotas=self.quotas(), volumes=self.volumes, ceph=self.ceph,
+            object_stores=self.object_stores,
         )
 
     def _event(self, t: float, source: str, obj: str, sev: Severity, message: str) -> None:

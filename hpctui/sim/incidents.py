@@ -32,6 +32,7 @@ class Placement:
     slow_node: str
     notready_node: str
     stray_node: str = ""  # a GPU busy with a process no job or pod owns (the node runs no job)
+    idle_node: str = ""  # a node whose one 8-GPU job holds every GPU and does nothing (a hung loader)
     xid_gpu: int = 3
     ecc_gpu: int = 5
     thermal_gpu: int = 6
@@ -42,7 +43,7 @@ class Placement:
     @property
     def nodes(self) -> frozenset[str]:
         names = (self.xid_node, self.ecc_node, self.thermal_node, self.flap_node, self.degraded_node,
-                 self.hung_node, self.slow_node, self.notready_node, self.stray_node)
+                 self.hung_node, self.slow_node, self.notready_node, self.stray_node, self.idle_node)
         return frozenset(n for n in names if n)
 
 
@@ -90,6 +91,25 @@ def place_stray(p: Placement, topo: Topology, busy: Callable[[str], frozenset[in
         free = [i for i in range(spec.n_gpus) if i not in busy(spec.name)]
         if free:
             return replace(p, stray_node=spec.name, stray_gpu=free[-1])
+    return p
+
+
+IDLE_AT = 0.30  # where in the GPU node list the search for the idle 8-GPU job starts
+IDLE_MEM_MIB = 14_336.0  # what the idle job's hung processes keep allocated per GPU
+
+
+def place_idle(p: Placement, topo: Topology, whole_job: Callable[[str], bool]) -> Placement:
+    """``p`` with the node of the idle 8-GPU job: the first plain node from :data:`IDLE_AT` on whose
+    GPUs one job holds all of (``whole_job``); unchanged where there is none. Placed after the
+    workload, so it changes no job; the job's GPUs read 0 % from then on (:meth:`Incidents.patch_gpu`)."""
+    plain = [n for n in topo.gpu_nodes if not n.mig and not n.k8s_reserved and n.name not in p.nodes
+             and n.n_gpus >= 8]
+    if not plain:
+        return p
+    start = int(IDLE_AT * len(plain))
+    for spec in plain[start:] + plain[:start]:
+        if whole_job(spec.name):
+            return replace(p, idle_node=spec.name)
     return p
 
 
@@ -199,6 +219,10 @@ class Incidents:
                 remapped_uncorrectable=0, remap_pending=True, xid_events=(ev,), last_xid=63)
         if gpu.node == p.stray_node and gpu.index == p.stray_gpu:
             return self._stray(gpu, t)
+        if gpu.node == p.idle_node and gpu.util_pct:  # allocated (the sim's busy reading): idle instead
+            return msgspec.structs.replace(
+                gpu, util_pct=0.0, mem_util_pct=0.0, memory_used_mib=IDLE_MEM_MIB, power_w=round(71.0 + gpu.index * 0.4, 1),
+                sm_clock_mhz=1980.0, throttle_reasons=int(ThrottleReason.GPU_IDLE), temp_c=33.0, hbm_temp_c=39.0)
         if gpu.node == p.thermal_node and gpu.index == p.thermal_gpu:
             temp = 88.0 + (1.0 if int(t) % 7 < 3 else 0.0)
             return msgspec.structs.replace(
@@ -218,6 +242,12 @@ class Incidents:
             temp_c=round(31.0 + 0.46 * util, 0), hbm_temp_c=round(37.0 + 0.46 * util, 0),
             power_w=round(118.0 + 5.6 * util, 1), sm_clock_mhz=1980.0, throttle_reasons=0, pcie_gen_current=5,
             processes=(proc,))
+
+    def leaf_flaps(self, t: float) -> tuple[int, float]:
+        """(downs, last down) of a port under the faulty leaf switch: it went down twice before the
+        demo started and again with every down of the flapping node's link (the same switch)."""
+        last = self.flap_last_down if self.flap_last_down is not None else self.t0 - 90.0
+        return 2 + self.flap_downs, min(last, t)
 
     def ib_link(self, node: str, device: str) -> tuple[bool, float | None]:
         """(link up, rate override) for one port."""

@@ -11,6 +11,8 @@ import math
 import msgspec
 
 from hpctui.model import Gpu, IbPort, MigInstance, Mount, MountState, ThrottleReason
+from hpctui.model.mount import FsTarget, TargetState
+from hpctui.sim.storage import CEPHFS_MOUNT
 from hpctui.sim.topology import H100, H200, MIG_BALANCED, PCI_BUS_IDS, NodeSpec
 
 POWER_LIMIT_W = 700.0
@@ -28,6 +30,13 @@ MOUNTS = (  # target, fstype, source, typical stat latency in ms
     ("/home", "nfs4", "nfs01:/export/home", 0.9),
 )
 SLOW_MS = 1000.0
+_OST_KIB = 90_767_651_352  # an OST's size in KiB (as in the real lfs df fixture)
+# The demo's Lustre targets as every client sees them (lfs df): OST0003 is 97 % full (an error finding).
+LUSTRE_TARGETS = (FsTarget(fs="scratch", name="scratch-MDT0000", kind="MDT", used_pct=31.0, size_kib=2_994_111_520),
+                  *(FsTarget(fs="scratch", name=f"scratch-OST{i:04x}", kind="OST", used_pct=pct, size_kib=_OST_KIB)
+                    for i, pct in enumerate((72.0, 74.0, 71.0, 97.0, 76.0, 73.0, 75.0, 72.0))))
+BEEGFS_TARGETS = tuple(FsTarget(fs="beegfs", name=f"storage:{t}", kind="storage", state=TargetState.ACTIVE,
+                                detail=f"Online Good on node {t // 10}") for t in (3011, 3012, 3021, 3022))
 
 
 def wave(t: float, phase: float, period: float) -> float:
@@ -282,6 +291,11 @@ def mount_readings(node: str, t: float, phase: float, slow: bool = False, hung_t
         if slow and fstype == "nfs4":
             lat = round(1800.0 + 300.0 * wave(t, phase, 29.0), 1)
         state = MountState.SLOW if lat > SLOW_MS else MountState.OK
+        targets = LUSTRE_TARGETS if fstype == "lustre" else BEEGFS_TARGETS if fstype == "beegfs" else ()
         out.append(Mount(node=node, target=target, fstype=fstype, source=source, state=state,
-                         latency_ms=_intern_float(lat, lat)))
+                         latency_ms=_intern_float(lat, lat), targets=targets))
+    if slow:  # the slow node also mounts the demo's CephFS, slow while the cluster has degraded PGs
+        target, source, lat = CEPHFS_MOUNT
+        out.append(Mount(node=node, target=target, fstype="ceph", source=source, state=MountState.SLOW,
+                         latency_ms=lat))
     return tuple(out)

@@ -21,15 +21,35 @@ import msgspec
 
 from hpctui.sources.alertmanager.settings import AlertmanagerSettings, build_alertmanager_source
 from hpctui.sources.base import ActionBackend
-from hpctui.sources.capabilities import AccountingProvider, HistoryProvider, MigReader, PodInspector
+from hpctui.sources.capabilities import (
+    AccountingProvider,
+    DetailFocus,
+    HistoryProvider,
+    JobAccounting,
+    JobOutlookProvider,
+    JobOutputResolver,
+    JobShell,
+    LogQuerier,
+    MigReader,
+    NodeLogReader,
+    NodeShell,
+    PodInspector,
+    PodLogFollower,
+    PodShell,
+)
+from hpctui.sources.ceph.settings import CephSettings, build_ceph_source
 from hpctui.sources.demo.settings import DemoSettings, build_demo_source
 from hpctui.sources.k8s.settings import K8sSettings, build_k8s_source
+from hpctui.sources.loki.settings import LokiSettings, build_loki_source
 from hpctui.sources.nvml.settings import NvmlSettings, build_nvml_source
 from hpctui.sources.prometheus.settings import PrometheusSettings, build_prometheus_source
+from hpctui.sources.s3.settings import S3Settings, build_s3_source
 from hpctui.sources.slurm.settings import SlurmSettings, build_slurm_source
 from hpctui.sources.ssh.settings import SshSettings, build_ssh_source
 
 if TYPE_CHECKING:
+    from hpctui.findings.health import Thresholds
+    from hpctui.findings.idle import IdleSettings
     from hpctui.model import ClusterSnapshot
     from hpctui.model.names import NodeNameMap
     from hpctui.sources.base import Source
@@ -47,10 +67,14 @@ class SourceContext:
     cluster: str = "default"
     name_map: NodeNameMap | None = None
     snapshot: Callable[[], ClusterSnapshot | None] = field(default=lambda: None)
+    thresholds: Thresholds | None = None  # the health rules' (a source that filters by them: Prometheus aggregate)
+    idle: IdleSettings | None = None  # [idle]: the idle rules' (the same)
 
 
 # Every ability a source may declare in ``provides``: the capability Protocols and ActionBackend.
-CAPABILITIES: tuple[type, ...] = (ActionBackend, HistoryProvider, PodInspector, AccountingProvider, MigReader)
+CAPABILITIES: tuple[type, ...] = (ActionBackend, HistoryProvider, PodInspector, AccountingProvider, MigReader,
+                                  JobAccounting, NodeShell, PodShell, JobShell, JobOutputResolver, NodeLogReader,
+                                  PodLogFollower, LogQuerier, JobOutlookProvider, DetailFocus)
 
 
 @dataclass(frozen=True)
@@ -76,18 +100,26 @@ def _entry(kind: str, settings_type: type[msgspec.Struct], build: Callable[[Any,
 
 SOURCE_KINDS: dict[str, SourceKind] = dict([
     _entry("demo", DemoSettings, lambda s, _ctx: build_demo_source(s), "the built-in simulated cluster",
-           (ActionBackend, AccountingProvider)),
+           (ActionBackend, AccountingProvider, JobAccounting, JobOutlookProvider)),
     _entry("nvml", NvmlSettings, lambda s, _ctx: build_nvml_source(s), "this host's GPUs through NVML (pynvml)"),
     _entry("slurm", SlurmSettings, lambda s, _ctx: build_slurm_source(s), "Slurm CLI, slurmrestd or pyslurm",
-           (ActionBackend, AccountingProvider)),
+           (ActionBackend, AccountingProvider, JobAccounting, JobShell, JobOutputResolver,
+            JobOutlookProvider)),
     _entry("k8s", K8sSettings, build_k8s_source, "Kubernetes API: nodes, pods, Warning events; cordon/drain/MIG",
-           (ActionBackend, PodInspector)),
-    _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH"),
+           (ActionBackend, PodInspector, PodShell, PodLogFollower)),
+    _entry("ssh", SshSettings, build_ssh_source, "node probes (GPUs, IB, mounts, services) streamed over SSH",
+           (NodeShell, NodeLogReader)),
     _entry("prometheus", PrometheusSettings, build_prometheus_source,
-           "dcgm-exporter and node_exporter metrics from a Prometheus server", (HistoryProvider,)),
+           "dcgm-exporter and node_exporter metrics from a Prometheus server", (HistoryProvider, DetailFocus)),
     _entry("alertmanager", AlertmanagerSettings, build_alertmanager_source,
            "the site's Alertmanager: firing alerts as findings, silences listed, set and expired as actions",
            (ActionBackend,)),
+    _entry("loki", LokiSettings, build_loki_source, "the site's Loki: LogQL queries for node logs (no polling)",
+           (LogQuerier,)),
+    _entry("ceph", CephSettings, build_ceph_source,
+           "a Ceph cluster's health through the ceph CLI (status, health detail, osd tree, df)"),
+    _entry("s3", S3Settings, build_s3_source,
+           "an S3 endpoint (MinIO, Ceph RGW, any S3 API): a canary list/put/get/delete with its latency"),
 ])
 
 

@@ -30,13 +30,16 @@ from textual.widgets import Input
 from hpctui.core import signals
 from hpctui.core.frame import Frame
 from hpctui.core.runtime import Runtime
+from hpctui.model.action import ActionKind
 from hpctui.ui.frame_view import FrameView
 from hpctui.ui.literal import escape_markup
 from hpctui.ui.messages import (
     ActionRequested,
     JobDetailRequested,
+    LogsRequested,
     MigWizardRequested,
     PodDetailRequested,
+    ShellRequested,
     SnapshotChanged,
 )
 from hpctui.ui.registry import GLOBAL_KEYS, TRIAGE_KEYS, bindings
@@ -48,6 +51,7 @@ from hpctui.ui.widgets.borders import framed_pane, move_focus_frame
 
 if TYPE_CHECKING:
     from hpctui.core.clusters import ClusterSet
+    from hpctui.ui.shell import AppTerminal
 
 # Hidden fallbacks for the node/job action keys, the MIG wizard and charts: a key the focused pane
 # does not bind (or disables: read-only) falls through to these, which act on the subject (the
@@ -78,6 +82,7 @@ class HpcApp(App[None]):
         self._exit_deadline: threading.Thread | None = None  # see exit()
         self.runtime = runtime
         self.wall = wall
+        self.shell_terminal: AppTerminal | None = None  # the last shell's terminal handover (hpctui.ui.shell)
         self.autostart = autostart
         self.read_only = runtime.read_only or wall
         self.theme_errors: list[str] = []
@@ -390,17 +395,22 @@ class HpcApp(App[None]):
         await super().on_event(event)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        self._follow_focus(event.widget)
+        self.follow_focus(event.widget)
 
     def on_descendant_blur(self, event: events.DescendantBlur) -> None:
-        self._follow_focus(event.widget)
+        self.follow_focus(event.widget)
 
-    def _follow_focus(self, widget: Widget) -> None:
-        """The focused pane's border (borders.move_focus_frame), per screen."""
+    def follow_focus(self, widget: Widget) -> None:
+        """The focused pane's border (borders.move_focus_frame) on ``widget``'s screen, around the
+        pane of that screen's focused widget; a no-op when it is there already."""
         screen = widget.screen if widget.is_attached else None
-        if screen is None:
-            return
-        new = framed_pane(screen.focused)
+        if screen is not None:
+            self.frame_pane_of(screen, screen.focused)
+
+    def frame_pane_of(self, screen: Screen[object], widget: Widget | None) -> None:
+        """Move ``screen``'s focus frame to ``widget``'s pane (the dashboard: just before it
+        focuses ``widget``, so the frame is drawn with the focus change)."""
+        new = framed_pane(widget)
         old = self._framed.get(screen)
         if old is not new:
             move_focus_frame(old, new)
@@ -417,14 +427,15 @@ class HpcApp(App[None]):
     async def _export_report(self, nodes: Sequence[str]) -> None:
         """The audit log's tail is read in a thread (it may be big, or on NFS); then the report."""
         from hpctui.actions.audit import AuditRead
-        from hpctui.ui.report_export import prepare_report, write_export
+        from hpctui.ui.report_export import prepare_report, read_node_records, write_export
 
         log = self.runtime.executor.audit
         got = await asyncio.to_thread(log.tail) if log is not None else AuditRead()  # intents: one row per id
-        for warning in got.warnings:
+        records, notes = await read_node_records(self.runtime, nodes)  # slurmdbd + sacct, off the UI thread
+        for warning in [*got.warnings, *notes]:
             self.notify(warning, title="Incident report", severity="warning", markup=False)
         try:
-            doc, directory = prepare_report(self.runtime, nodes, audit=got.records)
+            doc, directory = prepare_report(self.runtime, nodes, audit=got.records, node_records=records)
             # rendering the charts takes a while: in a thread, off the UI (the document is made already)
             out = await asyncio.to_thread(write_export, doc, directory, self.export_screenshot())
         except (OSError, ValueError) as exc:
@@ -452,6 +463,11 @@ class HpcApp(App[None]):
         act_on_subject(self, spec_id)
 
     def on_action_requested(self, message: ActionRequested) -> None:
+        from hpctui.model.action import SHELL_ACTIONS
+
+        if message.kind in SHELL_ACTIONS and message.targets and (not self.read_only or self.shells_read_only):
+            self.open_shell(message.kind, message.targets[0])
+            return
         if self.read_only:
             self.action_read_only_notice(message.kind.value)
             return
@@ -469,10 +485,70 @@ class HpcApp(App[None]):
 
         self.push_screen(PodDetailScreen(self.runtime, message.pod, message.what))
 
+    def on_logs_requested(self, message: LogsRequested) -> None:
+        if self.wall:  # nothing opens over a wall display
+            return
+        from hpctui.ui.screens.log_viewer import LogViewerScreen
+
+        self.push_screen(LogViewerScreen(self.runtime, message.what, job=message.job, pod=message.pod,
+                                         nodes=message.nodes))
+
     def on_job_detail_requested(self, message: JobDetailRequested) -> None:
         from hpctui.ui.screens.job_detail import JobDetailScreen
 
         self.push_screen(JobDetailScreen(self.runtime, message.job))
+
+    # -- shells (hpctui.actions.shells, hpctui.ui.shell) ------------------------------------------
+    @property
+    def shells_read_only(self) -> bool:
+        """Shells open in read-only mode too (``[shells] allow_read_only``; never on the wall)."""
+        return self.runtime.shells.allow_read_only and not self.wall
+
+    def on_shell_requested(self, message: ShellRequested) -> None:
+        self.open_shell(message.kind, message.target, containers=message.containers)
+
+    def open_shell(self, kind: ActionKind, target: str, *, container: str | None = None,
+                   containers: Sequence[str] = ()) -> None:
+        """Open a shell on ``target`` (a node, ``namespace/pod``, a job id): asks for the container
+        of a pod with several first, then runs the session through the executor (refused and
+        audited there) with the app suspended meanwhile."""
+        if self.read_only and not self.shells_read_only:
+            self.action_read_only_notice(f"shell on {target}")
+            return
+        if kind is ActionKind.SHELL_POD and container is None and not containers:  # a palette or message: look it up
+            namespace, _, name = target.partition("/")
+            pod = next((p for p in self.runtime.current_snapshot().pods
+                        if p.namespace == namespace and p.name == name), None)
+            containers = pod.containers if pod is not None else ()
+        if kind is ActionKind.SHELL_POD and container is None and len(containers) > 1:
+            from hpctui.ui.shell import ContainerPicker
+
+            def chosen(name: str | None) -> None:
+                if name:
+                    self.open_shell(kind, target, container=name)
+
+            self.push_screen(ContainerPicker(target, containers), chosen)
+            return
+        params = {"container": container} if container else {}
+        self.run_worker(self._run_shell(kind, target, params), group="shell", exclusive=True)
+
+    async def _run_shell(self, kind: ActionKind, target: str, params: dict[str, str]) -> None:
+        from hpctui.actions.shells import open_shell
+        from hpctui.ui.shell import AppTerminal
+
+        self.shell_terminal = AppTerminal(self, wall=self.wall)
+        result = await open_shell(self.runtime.port, self.shell_terminal, kind, target, params)
+        where = result.plan.params.get("where") or target
+        if result.refused is not None:
+            self.notify(f"shell on {where}: {result.refused}", severity="warning", timeout=6)
+        else:
+            took = result.finished - result.started
+            message = result.results[0].message if result.results else "no result"
+            self.notify(f"shell on {where} ended: {message} after {took:.0f} s",
+                        severity="information" if result.ok else "warning", timeout=4)
+        for problem in result.audit_errors:
+            self.notify(problem, title="Audit", severity="error")
+        self.runtime.refresh_now()
 
     # -- custom actions ([[custom_actions]]: hpctui.actions.custom) ----------------------------
     def _custom_keys_dashboard(self) -> type[DashboardScreen]:

@@ -148,6 +148,17 @@ def elide(text: str, width: int, how: str = "end") -> str:
 _IB_GENERATIONS = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
 
 
+def binary_bytes(value: float | None) -> str:
+    """Bytes in binary units as quota tools print them: ``982.2 GiB``, ``5.0 TiB``; N/A for None."""
+    if value is None:
+        return NA_TEXT
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return NA_TEXT  # not reached
+
+
 def ib_rate(gbps: float | None, text: str | None = None) -> str:
     """A link rate in the compact unit every pane uses: ``400G``, with the generation when the
     port's rate text names one (``200G HDR`` from ``200 Gb/sec (4X HDR)``); N/A when unknown."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import pairwise, repeat
+from operator import itemgetter
 
 from hpctui.findings.health import Thresholds
 from hpctui.findings.index import FindingsIndex, findings_for
-from hpctui.model import ClusterSnapshot, Gpu, Node
+from hpctui.model import ClusterSnapshot, Gpu, GpuSummary, Node, Severity
 
 NA_LEVEL = 5  # "no data": drawn in heat-na, never as 0
 
@@ -44,6 +45,9 @@ def node_names(snapshot: ClusterSnapshot) -> list[str]:
     names = list(snapshot.nodes)
     seen = set(names)
     names.extend(n for n in snapshot.gpus if n not in seen)
+    if snapshot.gpu_summaries:
+        seen.update(snapshot.gpus)
+        names.extend(n for n in snapshot.gpu_summaries if n not in seen)
     return names
 
 
@@ -103,6 +107,29 @@ def gpu_value(gpus: Sequence[Gpu], metric: Metric) -> float | None:
     raise ValueError(metric)
 
 
+def summary_value(summary: GpuSummary | None, metric: Metric) -> float | None:
+    """:func:`gpu_value` of a node whose GPUs the engine summed up (:class:`~hpctui.model.GpuSummary`)."""
+    if summary is None:
+        return None
+    if metric is Metric.UTIL:
+        return summary.util_pct
+    if metric is Metric.TEMP:
+        return summary.temp_c
+    if metric is Metric.MEMORY:
+        return summary.memory_pct
+    if metric is Metric.POWER:
+        return summary.power_pct
+    raise ValueError(metric)
+
+
+def node_gpu_value(snapshot: ClusterSnapshot, name: str, metric: Metric) -> float | None:
+    """The heatmap's number for one node: from its GPUs, else from the engine's summary of them."""
+    gpus = snapshot.gpus.get(name)
+    if gpus or name not in snapshot.gpu_summaries:
+        return gpu_value(gpus or (), metric)
+    return summary_value(snapshot.gpu_summaries[name], metric)
+
+
 class LevelCache:
     """Per-node memo of the last levels and glyphs, keyed by the identity of the node's data.
 
@@ -135,41 +162,63 @@ def compute_levels(snapshot: ClusterSnapshot, names: Sequence[str], metric: Metr
     glyphs = bytearray(len(names))
     nodes = snapshot.nodes
     gpus_by_node = snapshot.gpus
+    # With a cache, the per-node loops only test identities (comprehensions) and the byte strings
+    # are made in C: at 16k nodes every poll, ~20 ms → a few.
     if metric is Metric.HEALTH:
         index = findings if findings is not None else findings_for(snapshot, thresholds)
-        severity = index.severity
-        for i, name in enumerate(names):
-            levels[i] = int(severity(name))
+        levels = bytearray(map(index.severities().get, names, repeat(Severity.OK)))
     else:
         steps = temp_steps(thresholds) if metric is Metric.TEMP else PCT_STEPS
+        summaries = snapshot.gpu_summaries  # nodes whose GPUs only the engine saw (Prometheus aggregate)
         if cache is None:
             for i, name in enumerate(names):
-                levels[i] = _ramp(gpu_value(gpus_by_node.get(name, ()), metric), steps)
+                levels[i] = _ramp(node_gpu_value(snapshot, name, metric), steps)
         else:
             cache.reset_if(metric, thresholds)
             old = cache.values
-            new: dict[str, tuple[object, int]] = {}
+            new: dict[str, tuple[object, int]]
             empty: tuple[Gpu, ...] = ()
-            for i, name in enumerate(names):
-                gpus = gpus_by_node.get(name, empty)
-                hit = old.get(name)
-                level = hit[1] if hit is not None and hit[0] is gpus else _ramp(gpu_value(gpus, metric), steps)
-                new[name] = (gpus, level)
-                levels[i] = level
+            if not summaries:  # per-GPU readings only (every source but an engine's aggregate)
+                old_get, gpus_get = old.get, gpus_by_node.get
+                new = {name: hit if (hit := old_get(name)) is not None and hit[0] is gpus_get(name, empty)
+                       else _gpu_level(gpus_get(name, empty), metric, steps) for name in names}
+                levels = bytearray(map(_SECOND, map(new.__getitem__, names)))
+            else:
+                new = {}
+                for i, name in enumerate(names):
+                    gpus = gpus_by_node.get(name, empty)
+                    data: object = gpus if gpus else summaries.get(name, empty)
+                    hit = old.get(name)
+                    if hit is not None and hit[0] is data:
+                        level = hit[1]
+                    elif isinstance(data, GpuSummary):
+                        level = _ramp(summary_value(data, metric), steps)
+                    else:
+                        level = _ramp(gpu_value(gpus, metric), steps)
+                    new[name] = (data, level)
+                    levels[i] = level
             cache.values = new
     if cache is None:
         for i, name in enumerate(names):
             glyphs[i] = node_glyph(nodes.get(name))
     else:
-        old_g, new_g = cache.glyphs, {}
-        for i, name in enumerate(names):
-            node = nodes.get(name)
-            ghit = old_g.get(name)
-            glyph = ghit[1] if ghit is not None and ghit[0] is node else node_glyph(node)
-            new_g[name] = (node, glyph)
-            glyphs[i] = glyph
+        old_g, nodes_get = cache.glyphs.get, nodes.get
+        new_g = {name: ghit if (ghit := old_g(name)) is not None and ghit[0] is nodes_get(name)
+                 else _node_glyph_entry(nodes_get(name)) for name in names}
+        glyphs = bytearray(map(_SECOND, map(new_g.__getitem__, names)))
         cache.glyphs = new_g
     return bytes(levels), bytes(glyphs)
+
+
+_SECOND = itemgetter(1)
+
+
+def _gpu_level(gpus: tuple[Gpu, ...], metric: Metric, steps: Sequence[float]) -> tuple[object, int]:
+    return gpus, _ramp(gpu_value(gpus, metric), steps)
+
+
+def _node_glyph_entry(node: Node | None) -> tuple[Node | None, int]:
+    return node, node_glyph(node)
 
 
 def legend_entries(metric: Metric, thresholds: Thresholds) -> list[tuple[str, str]]:
@@ -238,6 +287,9 @@ def group_key(snapshot: ClusterSnapshot, name: str, group_by: str, rack_of: dict
         gpus = snapshot.gpus.get(name, ())
         model = next((g.model for g in gpus if g.model), None)
         return model.removeprefix("NVIDIA ") if model else "(no GPU)"
+    if group_by == "switch":
+        leaf = snapshot.fabric.leaf_of.get(name) if snapshot.fabric is not None else None
+        return leaf or "(no switch)"
     return NO_GROUP
 
 

@@ -70,3 +70,27 @@ class NodeRequested(Message):
     def __init__(self, node: str) -> None:
         super().__init__()
         self.node = node
+
+
+class ShellRequested(Message):
+    """``s`` on a node, job or pod: the app opens an interactive shell there (hpctui.ui.shell).
+    ``containers``: the pod's containers (a picker asks when there are several)."""
+
+    def __init__(self, kind: ActionKind, target: str, containers: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.kind = kind
+        self.target = target
+        self.containers = containers
+
+
+class LogsRequested(Message):
+    """The logs key on a job, a pod or the heatmap: the app opens the log viewer on it. ``what`` is
+    "job" (``job``), "pod" (``pod``) or "node" (``nodes``: the marked nodes, or the cursor node)."""
+
+    def __init__(self, what: str, *, job: SlurmJob | None = None, pod: Pod | None = None,
+                 nodes: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.what = what
+        self.job = job
+        self.pod = pod
+        self.nodes = nodes

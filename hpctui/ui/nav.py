@@ -42,8 +42,9 @@ def update_breadcrumb(app: HpcApp) -> None:
     crumb.show_parts(parts, root)
 
 
-def open_screen(app: HpcApp, command: Command) -> None:
-    """Push a full-screen view by its contract name; a view not built yet is a notice."""
+def open_screen(app: HpcApp, command: Command, arg: str = "") -> None:
+    """Push a full-screen view by its contract name; a view not built yet is a notice. A view
+    taking ``query`` gets the command's argument (``:sacct user=alice state=FAILED since=2d``)."""
     assert command.screen is not None
     module_name, class_name = command.screen
     try:
@@ -52,7 +53,10 @@ def open_screen(app: HpcApp, command: Command) -> None:
         app.notify(f":{command.name}: this view is not available yet", severity="warning", timeout=3)
         return
     if app.back_to_dashboard():
-        app.push_screen(cls(app.runtime, **subject_args(app, cls)))
+        kwargs = subject_args(app, cls)
+        if arg and "query" in inspect.signature(cls).parameters:
+            kwargs["query"] = arg
+        app.push_screen(cls(app.runtime, **kwargs))
 
 
 def subject_args(app: HpcApp, cls: type) -> dict[str, object]:
@@ -72,7 +76,7 @@ async def run_command(app: HpcApp, text: str) -> None:
     if command.pane is not None:
         app.action_show_view(command.pane)
     elif command.screen is not None:
-        open_screen(app, command)
+        open_screen(app, command, arg)
     elif command.name == "cluster":
         if not arg:
             names = app.clusters.names if app.clusters is not None else [app.runtime.cluster]

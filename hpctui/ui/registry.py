@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
-from hpctui.model.action import DESTRUCTIVE, ActionKind
+from hpctui.model.action import DESTRUCTIVE, SHELL_ACTIONS, ActionKind
 
 if TYPE_CHECKING:
     from hpctui.actions.custom import CustomActionSettings
@@ -102,6 +102,7 @@ HEATMAP_VIEW_KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("heatmap.group", "o", "cycle_group", "Group by", "heatmap", show=False),
     ActionSpec("heatmap.zoom", "z", "toggle_zoom", "Zoom group", "heatmap", show=False),
     ActionSpec("heatmap.problems_first", "P", "toggle_problems_first", "Problems first", "heatmap", show=False),
+    ActionSpec("heatmap.history", "H", "open_history", "Node history", "heatmap", show=False),
 )
 NODE_ACTION_KEYS: tuple[ActionSpec, ...] = (
     _act("node.drain", "d", ActionKind.DRAIN_NODES, "Drain", "heatmap"),
@@ -113,6 +114,8 @@ NODE_ACTION_KEYS: tuple[ActionSpec, ...] = (
     _act("node.uncordon", "C", ActionKind.UNCORDON_NODES, "Uncordon", "heatmap"),
     ActionSpec("node.k8s_drain", "D", "request_action('k8s_drain')", "K8s drain (evict pods)", "heatmap",
             kind=ActionKind.K8S_DRAIN_NODES, show=False),
+    ActionSpec("node.check", "K", "request_action('check')", "Health check (DCGM, NCCL, NHC)", "heatmap",
+            kind=ActionKind.HEALTH_CHECK, show=False),
 )
 NODE_JOB_ACTION_KEYS: tuple[ActionSpec, ...] = (
     _act("node.requeue_jobs", "R", ActionKind.REQUEUE_JOBS, "Requeue jobs here", "heatmap"),
@@ -137,11 +140,38 @@ JOB_ACTION_KEYS: tuple[ActionSpec, ...] = (
 )
 POD_KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("pod.describe", "enter", "pod_detail('describe')", "Describe", "pods"),
-    ActionSpec("pod.logs", "L", "pod_detail('logs')", "Logs", "pods"),
+    ActionSpec("pod.logs", "L", "pod_logs", "Logs", "pods"),
     _act("pod.delete", "ctrl+d", ActionKind.DELETE_PODS, "Delete", "pods"),
+)
+# Logs (issue 26): k9s's `l` is taken by cursor-right in every pane here, so logs are `L` everywhere.
+JOB_LOG_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("job.logs", "L", "job_logs", "Output", "queue"),
+)
+NODE_LOG_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("node.logs", "L", "node_logs", "Kernel/journal log", "heatmap", show=False),
+)
+# inside the log viewer (hpctui.ui.screens.log_viewer)
+LOG_VIEW_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("logs.follow", "f", "toggle_follow", "Follow", "logs"),
+    ActionSpec("logs.search", "slash", "start_search", "Search", "logs", key_display="/"),
+    ActionSpec("logs.stream", "o", "toggle_stream", "stdout/stderr", "logs"),
+    ActionSpec("logs.container", "c", "next_container", "Container", "logs"),
+    ActionSpec("logs.previous", "p", "toggle_previous", "Previous container", "logs"),
+    ActionSpec("logs.window", "w", "cycle_window", "Time window", "logs"),
+    ActionSpec("logs.units", "u", "edit_units", "Units", "logs"),
+    ActionSpec("logs.close", "escape", "close", "Close", "logs", key_display="esc"),
 )
 LINKS_KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("links.scope", "a", "toggle_scope", "Node/all", "links"),
+)
+# The :idle view (hpctui.ui.screens.idle): idle allocated GPUs; job actions through the one dialog.
+IDLE_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("idle.nodes", "enter", "select_nodes", "Go to nodes", "idle"),
+    ActionSpec("idle.mark", "space", "mark", "Mark", "idle"),
+    ActionSpec("idle.mode", "a", "cycle_mode", "Job/user/account", "idle"),
+    ActionSpec("idle.requeue", "R", "job_action('requeue')", "Requeue job", "idle", kind=ActionKind.REQUEUE_JOBS),
+    ActionSpec("idle.cancel", "x", "job_action('cancel')", "Cancel job", "idle", kind=ActionKind.CANCEL_JOBS),
+    ActionSpec("idle.notify", "m", "notify_owner", "Notify owner", "idle"),
 )
 # The MIG reconfiguration wizard on the marked nodes (hpctui.ui.screens.mig_wizard).
 MIG_KEYS: tuple[ActionSpec, ...] = (
@@ -166,17 +196,46 @@ MOVE_KEYS: tuple[ActionSpec, ...] = (
 STACK_KEYS: tuple[ActionSpec, ...] = (
     ActionSpec("stack.back", "escape", "stack_back", "Back", "move", show=False, key_display="esc"),
 )
+# Interactive shells (k9s's `s`): ssh to the cursor node, srun into the cursor job, kubectl exec into the
+# cursor pod (hpctui.actions.shells). One target: the cursor row, never the marks.
+NODE_SHELL_KEYS = (ActionSpec("node.shell", "s", "open_shell", "Shell (ssh)", "heatmap", kind=ActionKind.SHELL_NODE,
+                               show=False),)
+JOB_SHELL_KEYS = (ActionSpec("job.shell", "s", "open_shell", "Shell in job (srun)", "queue", kind=ActionKind.SHELL_JOB,
+                              show=False),)
+POD_SHELL_KEYS = (ActionSpec("pod.shell", "s", "open_shell", "Shell (exec)", "pods", kind=ActionKind.SHELL_POD,
+                              show=False),)
+SHELL_KEYS: tuple[ActionSpec, ...] = NODE_SHELL_KEYS + JOB_SHELL_KEYS + POD_SHELL_KEYS
+# The users, reservations and scheduler views (hpctui.ui.screens.users / reservations / scheduler).
+USERS_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("users.mark", "space", "toggle_row", "Mark row", "users"),
+    ActionSpec("users.mark_nodes", "m", "mark_nodes", "Mark their nodes (fan-out)", "users"),
+    ActionSpec("users.by_account", "a", "toggle_accounts", "By account / by user", "users"),
+    ActionSpec("users.fairshare", "f", "load_fairshare", "Reload fair-share", "users"),
+)
+RESERVATION_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("resv.mark", "space", "toggle_row", "Mark row", "reservations"),
+    ActionSpec("resv.mark_nodes", "m", "mark_nodes", "Mark its nodes", "reservations"),
+    _act("resv.delete", "x", ActionKind.DELETE_RESERVATION, "Delete reservation", "reservations"),
+)
+SCHEDULER_KEYS: tuple[ActionSpec, ...] = (
+    ActionSpec("sched.rpc_table", "v", "cycle_table", "RPCs by type / by user", "scheduler"),
+)
 ACTION_KEYS = NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + JOB_ACTION_KEYS
 ALL_KEYS = (GLOBAL_KEYS + TRIAGE_KEYS + HEATMAP_KEYS + NODE_ACTION_KEYS + NODE_JOB_ACTION_KEYS + TABLE_KEYS + QUEUE_KEYS
             + JOB_ACTION_KEYS + LINKS_KEYS + POD_KEYS + MOVE_KEYS + STACK_KEYS)
 ALL_KEYS += MIG_KEYS
 ALL_KEYS += LAYOUT_KEYS  # layout
 ALL_KEYS += HEATMAP_VIEW_KEYS  # visuals
+ALL_KEYS += IDLE_KEYS  # the :idle view
+ALL_KEYS += SHELL_KEYS  # shells
+ALL_KEYS += JOB_LOG_KEYS + NODE_LOG_KEYS + LOG_VIEW_KEYS  # logs
+ALL_KEYS += USERS_KEYS + RESERVATION_KEYS + SCHEDULER_KEYS  # users, reservations, scheduler views
 
 SCOPE_TITLES = {
     "global": "Everywhere", "heatmap": "Node heatmap", "table": "Tables",
-    "queue": "Slurm queue", "links": "IB links / mounts", "pods": "K8s pods",
-    "move": "Moving (every pane and detail view)",
+    "queue": "Slurm queue", "links": "IB links / mounts", "pods": "K8s pods", "logs": "Log viewer",
+    "move": "Moving (every pane and detail view)", "idle": "Idle GPUs (:idle)",
+    "users": ":users view", "reservations": ":reservations view", "scheduler": ":scheduler view",
 }
 
 BY_ID: dict[str, ActionSpec] = {spec.id: spec for spec in ALL_KEYS}
@@ -223,12 +282,13 @@ class Command:
     pane: str | None = None  # a key of dashboard.PANES
     screen: tuple[str, str] | None = None  # (module, class) of a Screen taking the runtime
     aliases: tuple[str, ...] = ()
-    arg: str | None = None  # what the argument names ("cluster"), for completion and help
+    arg: str | None = None  # what the argument names ("cluster"; "filters": key=value pairs), for completion and help
 
     @property
     def usage(self) -> str:
         """``:quit/:q``, ``:cluster NAME``: how the help writes it."""
-        return ":" + "/:".join((self.name, *self.aliases)) + (" NAME" if self.arg else "")
+        what = "" if not self.arg else " NAME" if self.arg == "cluster" else f" [{self.arg.upper()}]"
+        return ":" + "/:".join((self.name, *self.aliases)) + what
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -244,6 +304,19 @@ COMMANDS: tuple[Command, ...] = (
     Command("audit", "Audit trail of actions", screen=("hpctui.ui.screens.audit", "AuditScreen")),
     Command("partitions", "Slurm partitions", screen=("hpctui.ui.screens.partitions", "PartitionsScreen")),
     Command("drained", "Drained nodes: who, when, why", screen=("hpctui.ui.screens.drained", "DrainedScreen")),
+    Command("idle", "Idle allocated GPUs by job, user, account", screen=("hpctui.ui.screens.idle", "IdleScreen")),
+    Command("history", "Repeat-offender nodes (30 days); enter: a node's history",
+            screen=("hpctui.ui.screens.history", "OffendersScreen"), aliases=("offenders",)),
+    Command("sacct", "Accounting: jobs of a window (since=1d user= account= nodes= state=), exit codes decoded",
+            screen=("hpctui.ui.screens.history", "AcctJobsScreen"), arg="filters"),
+    Command("gpuhours", "GPU-hours per account and user, 7 days (sreport)",
+            screen=("hpctui.ui.screens.history", "GpuHoursScreen")),
+    Command("users", "Users and accounts: GPUs running/pending, why they wait, fair-share",
+            screen=("hpctui.ui.screens.users", "UsersScreen")),
+    Command("reservations", "Slurm reservations: nodes, times, flags, users",
+            screen=("hpctui.ui.screens.reservations", "ReservationsScreen"), aliases=("resv",)),
+    Command("scheduler", "slurmctld statistics (sdiag): threads, agent queue, RPCs, backfill, trends",
+            screen=("hpctui.ui.screens.scheduler", "SchedulerScreen"), aliases=("sdiag",)),
     Command("mig", "MIG layout wizard", screen=("hpctui.ui.screens.mig_wizard", "MigWizardScreen")),
     Command("cluster", "Switch to another configured cluster", arg="cluster"),
     Command("mute", "Mute or unmute notifications of new problems (this session)"),
@@ -273,7 +346,8 @@ def key_reference_markdown(keymap: dict[str, str] | None = None) -> str:
     for title, specs in help_groups(actions_enabled=True):
         out += [f"## {title}", "", "| key | action | id |", "|---|---|---|"]
         for spec in specs:
-            note = " (confirms first)" if spec.refused_read_only else ""
+            note = (" (audited, opens at once: see Shells)" if spec.kind in SHELL_ACTIONS
+                    else " (confirms first)" if spec.refused_read_only else "")
             out.append(f"| {_md_key(display_key(spec, keymap))} | {_md(spec.description + note)} | `{spec.id}` |")
         out.append("")
     out += ["## `:` commands", "", "Tab completes a command; `:cluster NAME` completes the configured names.", "",

@@ -3,7 +3,8 @@ golden file (tests/fixtures/probes/golden/), plus the behaviours a golden file c
 paths the recordings leave untried: MIG instances from ``-lgi``/``-lci`` or ``-L`` alone, NVLink
 error lines the parser must skip, implausible values and the warning that names them, remapped
 rows, GPU process owners, services. The ``nvlink -e``, ``-lci``, ``--query-remapped-rows`` and
-``beegfs-check-servers`` texts below are written in their documented formats (no real recording here)."""
+``beegfs-check-servers`` texts below are written in their documented formats (no real recording here; the
+last in the format its script prints, BeeGFS 7.4.7 utils/scripts/beegfs-check-servers)."""
 
 from __future__ import annotations
 
@@ -216,10 +217,11 @@ def test_services_from_systemctl_show_and_pid_files() -> None:
 
 
 def test_beegfs_check_servers_problem_lines() -> None:
-    text = ("Management\n==========\nmgmt01 [ID: 1]: reachable at 10.0.0.1:8008 (protocol: TCP)\n"
-            "Storage\n==========\nstor02 [ID: 2]: UNREACHABLE\nstor03 [ID: 3]: offline\n Error: x \n")
-    assert pn.parse_beegfs_check_servers(text) == ["stor02 [ID: 2]: UNREACHABLE", "stor03 [ID: 3]: offline",
-                                                   "Error: x"]
+    text = ("Management\n==========\nmgmt01 [ID: 1]: reachable at 10.0.0.1:8008 (protocol: TCP)\n\n"
+            "Storage\n==========\nstor02 [ID: 2]: UNREACHABLE\n"
+            "error-stor3 [ID: 3]: reachable at 10.0.0.3:8003 (protocol: RDMA)\n Error: x \n")
+    assert pn.parse_beegfs_check_servers(text) == ["stor02 [ID: 2]: UNREACHABLE", "Error: x"], \
+        "a reachable server whose name says error is not a problem"
 
 
 @pytest.mark.parametrize(("text", "want"), [

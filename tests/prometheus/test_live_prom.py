@@ -139,7 +139,8 @@ async def test_node_in_slurm_but_not_in_prometheus_shows_no_data(prom_lab: PromL
     slurm["gpu9999"] = SlurmNodeInfo(base_state="IDLE")  # Slurm knows it, no exporter ever did
     exporter.absent.add(gone)
     try:
-        wait_scrapes(prom_lab)
+        # past stale_after_s (3 scrapes): VictoriaMetrics still answers the gone node's last sample
+        wait_scrapes(prom_lab, 5)
         store.apply(SourceResult(source="slurm", time=src.clock(), slurm_nodes=slurm))
         store.apply(await src.collect())
         snap = store.snapshot()
@@ -256,8 +257,13 @@ async def test_bad_series_through_a_real_server(prom_lab: PromLab, source: Prome
     exporter.unlabelled_nodes.add(unlabelled)
     exporter.nan_nodes.add(nan)
     try:
-        wait_scrapes(prom_lab)
+        wait_scrapes(prom_lab, 4)  # VictoriaMetrics answers a vanished series for 3 scrapes (the bed's lookback)
         result = await source.collect()
+        for _ in range(10):  # VictoriaMetrics makes a new series searchable a few seconds after its first sample
+            if any("dropped" in w for w in result.warnings) and any("duplicate" in w for w in result.warnings):
+                break
+            wait_scrapes(prom_lab, 1)
+            result = await source.collect()
         assert result.gpus is not None
         assert [g.index for g in result.gpus[dup]] == list(range(8))  # once each
         assert unlabelled not in result.gpus  # no gpu label: dropped, counted
@@ -270,4 +276,4 @@ async def test_bad_series_through_a_real_server(prom_lab: PromLab, source: Prome
         exporter.duplicate_nodes.discard(dup)
         exporter.unlabelled_nodes.discard(unlabelled)
         exporter.nan_nodes.discard(nan)
-        wait_scrapes(prom_lab)  # the bad series go stale before the next test
+        wait_scrapes(prom_lab, 4)  # the bad series go stale before the next test

@@ -264,3 +264,31 @@ async def test_server_text_is_sanitised(prom: FakeProm) -> None:
         assert "\x1b" not in (store.health()["prometheus"].last_error or "")
     finally:
         await source.close()
+
+
+async def test_a_series_answered_past_the_keep_window_is_no_data(prom: FakeProm) -> None:
+    """VictoriaMetrics answers a vanished series with its last sample for its whole lookback:
+    once that sample is older than keep_stale_s the node has no data, as with Prometheus."""
+    clock = Clock()
+    source, store, poller = make(prom.url, clock, keep_stale_s=120.0)
+    try:
+        prom.sample_time = clock.t - 100  # within the keep window: kept, with its age
+        await poller.poll_once(source)
+        assert store.snapshot().value_age(Part.GPUS, "n1", clock.t) == ("prometheus", pytest.approx(100.0))
+        prom.sample_time = clock.t - 200  # past it: gone, although the engine still answers
+        clock.t += 1
+        await poller.poll_once(source)
+        snap = store.snapshot()
+        assert "n1" not in snap.gpus and snap.value_age(Part.GPUS, "n1", clock.t) is None
+    finally:
+        await source.close()
+
+
+async def test_answers_are_asked_for_gzip_compressed(prom: FakeProm) -> None:
+    clock = Clock()
+    source, _store, poller = make(prom.url, clock)
+    try:
+        await poller.poll_once(source)
+        assert all("gzip" in h.get("Accept-Encoding", "") for h in prom.headers_seen)
+    finally:
+        await source.close()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 from slurmlab import SlurmLab
@@ -97,3 +100,10 @@ def job(result: SourceResult, job_id: str) -> Any:
 
 def nodes(result: SourceResult) -> dict[str, Any]:
     return dict(result.slurm_nodes or {})
+
+
+def hpctui_act(lab: SlurmLab, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hpctui act ARGS`` as the installed command runs it, against the bed, with a home of its own."""
+    env = {**lab.env, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    return subprocess.run([sys.executable, "-m", "hpctui", "act", *args], capture_output=True, text=True,
+                          timeout=180, env=env)

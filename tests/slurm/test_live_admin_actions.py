@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_helpers import act, nodes, poll, run, source
+from slurm_helpers import act, nodes, poll, run, snapshot, source
 from slurmlab import SlurmLab
 
 from hpctui.model.action import ActionKind
@@ -40,8 +40,12 @@ def test_maintenance_reservation_create_and_delete(lab: SlurmLab) -> None:
             _, deleted = await act(src, ActionKind.DELETE_RESERVATION, ("hpctui_maint",))
             assert deleted[0].ok, deleted
             assert "hpctui_maint" not in _show(lab, "reservation")
-            _, missing = await act(src, ActionKind.DELETE_RESERVATION, ("hpctui_maint",))
-            assert not missing[0].ok and missing[0].message
+            # deleting it again: the fresh reservations read (re-read after every reservation action)
+            # no longer lists it, so the plan refuses before Slurm is asked
+            _, snap = await snapshot(src)
+            missing = src.plan(ActionKind.DELETE_RESERVATION, ("hpctui_maint",), {}, snap)
+            assert not missing.runnable and missing.rejected_targets == ("hpctui_maint",)
+            assert "unknown reservation 'hpctui_maint'" in missing.errors[0]
         finally:
             lab.run("scontrol", "delete", "ReservationName=hpctui_maint", check=False)
 

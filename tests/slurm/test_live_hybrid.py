@@ -10,12 +10,12 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from slurm_helpers import hpctui_act
 from slurmlab import SlurmLab
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "k8s"))
@@ -62,10 +62,7 @@ events = false
     return path
 
 
-def hpctui(lab: SlurmLab, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**lab.env, "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_STATE_HOME": str(tmp_path / "state")}
-    return subprocess.run([sys.executable, "-m", "hpctui", "act", *args], capture_output=True, text=True,
-                          timeout=180, env=env)
+hpctui = hpctui_act  # the installed command (tests/slurm/slurm_helpers.py)
 
 
 def slurm_state(lab: SlurmLab, node: str) -> str:

@@ -353,6 +353,22 @@ async def walk_app(walk: Walk) -> None:
     await walk.check("MIG wizard (M)", expect=(f"{C[2]}: no MIG profile table",))
     await walk.close_to_dashboard()
 
+    # the node's history (H): its title names the hostile node
+    dash.show_view("heatmap")
+    dash.select_node(NODE)
+    await pilot.press("H")  # type: ignore[attr-defined]
+    await pilot.pause(0.3)  # type: ignore[attr-defined]
+    await walk.check("node history (H)", expect=(f"History of {NODE}",))
+    await walk.close_to_dashboard()
+
+    # a shell in a pod with several containers: the picker names the hostile pod and containers
+    from hpctui.ui.shell import ContainerPicker
+
+    app.push_screen(ContainerPicker(f"{C[0]}/{C[1]}", [C[2], C[3]]))
+    await pilot.pause()  # type: ignore[attr-defined]
+    await walk.check("container picker", expect=(C[2], C[3]))
+    await walk.close_to_dashboard()
+
     # a custom action (its key): preview, then the output, which is the corpus
     await pilot.press("ctrl+g")  # type: ignore[attr-defined]
     await walk.check("custom action preview", expect=(C[3],))

@@ -32,11 +32,11 @@ CUSTOM_TOML = "[[custom_actions]]\nname = 'diag'\nscope = 'nodes'\ncommand = ['e
 
 
 def target_for(kind: ActionKind, snap: ClusterSnapshot) -> str:
-    if kind in NODE_ACTIONS:
+    if kind in NODE_ACTIONS or kind is ActionKind.SHELL_NODE:
         return "gpu0003"
-    if kind in JOB_ACTIONS:
+    if kind in JOB_ACTIONS or kind is ActionKind.SHELL_JOB:
         return next(j.display_id for j in snap.jobs if j.state == "RUNNING")
-    if kind is ActionKind.DELETE_PODS:
+    if kind in (ActionKind.DELETE_PODS, ActionKind.SHELL_POD):
         return next(f"{p.namespace}/{p.name}" for p in snap.pods)
     if kind is ActionKind.CUSTOM:  # the runtimes below configure one (CUSTOM_ACTION, scope nodes)
         return "gpu0003"

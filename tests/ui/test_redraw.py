@@ -108,3 +108,59 @@ def test_sparkline_runs_share_a_colour() -> None:
     assert len(content.spans) == 3  # three runs, not seven cells
     assert spark_content([1, 2, 3], 2).plain == "▁█"  # only the newest that fit
     assert spark_content([], 10).plain == ""
+
+
+def _screen_text(app: Any) -> list[list[tuple[str, str]]]:
+    """Every cell run of the screen as drawn now: (text, style) per segment, line by line."""
+    return [[(seg.text, str(seg.style)) for seg in strip] for strip in app.screen._compositor.render_strips()]
+
+
+async def test_focus_change_repaints_the_panes_not_their_lines(make_runtime: Any) -> None:
+    """``tab`` moves the focus frame (border and title colour) without repainting the panes'
+    children (the node panel's lines, a table's rows), and the screen is what a full restyle and
+    repaint of every widget draws."""
+    from textual.widgets import Static
+    from uikit import load
+
+    from hpctui.ui.app import HpcApp
+
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        lines = list(app.dashboard.gpu_panel.query(Static))
+        assert len(lines) > 10
+        seen = [_count_refreshes(w) for w in lines]
+        for key, focused in (("tab", "gpu-panel"), ("tab", "queue"), ("shift+tab", "gpu-panel"),
+                             ("shift+tab", "heatmap")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.focused is not None and app.focused.id == focused
+            assert not any(s["full"] or s["regions"] for s in seen), key
+            drawn = _screen_text(app)
+            app.stylesheet.update(app.screen)  # every node restyled, every widget drawn afresh
+            for node in app.screen.walk_children(with_self=True):
+                node.refresh()
+            await pilot.pause()
+            assert _screen_text(app) == drawn, key
+            for s in seen:
+                s["full"].clear()
+                s["regions"].clear()
+
+
+async def test_an_arrow_key_draws_the_cursor_and_the_node_panel_together(make_runtime: Any) -> None:
+    """The node panel follows the heatmap cursor in the key's own handling, not a message later:
+    the cursor's cells and the panel go to the terminal in one screen update (one frame)."""
+    from uikit import load
+
+    from hpctui.ui.app import HpcApp
+
+    app = HpcApp(make_runtime(), autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await load(app, pilot)
+        heatmap, panel = app.dashboard.heatmap, app.dashboard.gpu_panel
+        before = heatmap.cursor_node
+        heatmap.action_move(1, 0)  # what `right` runs; no await: nothing else has run yet
+        assert heatmap.cursor_node != before
+        assert app.dashboard.selected == heatmap.cursor_node == panel.node
+        await pilot.pause()
+        assert f"Node {heatmap.cursor_node}" in str(panel.border_title)

@@ -62,7 +62,7 @@ def test_cluster_actions_are_flagged_and_hidden_in_read_only() -> None:
 
 
 def _ids_in(text: str) -> list[str]:
-    return re.findall(r"[\[`]((?:app|heatmap|node|table|queue|job|pod|links|move|stack)\.[a-z0-9_]+)[\]`]", text)
+    return re.findall(r"[\[`]((?:app|heatmap|node|table|queue|job|pod|links|move|stack|idle|logs|users|resv|sched)\.[a-z0-9_]+)[\]`]", text)
 
 
 def test_key_reference_is_the_help_in_markdown() -> None:

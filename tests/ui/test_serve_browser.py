@@ -124,7 +124,10 @@ def serving(tmp_path: Path, *extra: str) -> Iterator[tuple[str, Path, subprocess
     """``hpctui serve --demo EXTRA`` on a free loopback port; stopped by pid, with nothing left behind."""
     port = free_port()
     state = tmp_path / "state"
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    runtime_dir = tmp_path / "run"  # the shared collector's socket directory goes here
+    runtime_dir.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_RUNTIME_DIR": str(runtime_dir)}
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "hpctui", "serve", "--demo", "--port", str(port), *extra],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -269,12 +272,14 @@ def foreign_site(served_port: int) -> Iterator[str]:
 
 
 def _children_of(pid: int) -> list[int]:
+    """The server's app processes (one per tab): its live children but the shared collector."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-                if fields[0] != "Z" and int(fields[1]) == pid:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if fields[0] != "Z" and int(fields[1]) == pid and " collector --socket " not in command:
                     out.append(int(entry.name))
     return out
 

@@ -39,15 +39,24 @@ async def test_wall_heatmap_fits_every_node_and_lists_every_problem(make_runtime
         pane = wall.query_one("#wall-heatmap-pane")
         if demo_size == 64 and size == (200, 60):
             assert hm.cell_width >= 10 and hm.cell_height >= 2, "few nodes on a big screen: big cells"
-            assert pane.outer_size.height >= view.size.height * 0.6, "the heatmap fills its pane"
+            # the demo's many incidents (idle GPUs, a flapping leaf switch, slurmctld, the file system, quota,
+            # Ceph, S3 and storage-class groups) take half the column: wall_heat_layout's promise is a third
+            assert pane.outer_size.height >= view.size.height // 3, "the heatmap keeps a third at least"
+            assert len(wall.top_problems.problems.view) >= 20, "and the list has room for every group"
             lines = hm.scrollable_content_region.height
             assert hm._total_rows * hm.cell_height >= lines - hm.cell_height, "no empty band under the cells"
-        snap = app.runtime.store.snapshot()
-        index = findings_for(snap, app.runtime.thresholds)
+        assert wall.frame is not None
+        index = wall.frame.findings  # the frame the wall drew: the rules' and the idle tracker's (hpctui.findings.idle)
         problem_nodes = {n for n in index.by_node if index.severity(n) >= Severity.WARNING}
+        if any(f.severity >= Severity.WARNING for f in index.cluster):
+            problem_nodes.add("slurmctld")  # slurmctld's own findings: one group of their own, last
+        problem_nodes |= {f.object for f in index.leading if f.severity >= Severity.WARNING}  # suspect switches
         table = wall.top_problems.problems
         listed = {r.node for r in table.view if r.node}
-        assert listed == problem_nodes, "every problem node has a row"
+        more = [r for r in table.view if r.finding.code == "more"]  # the rows that do not fit: "+N more nodes"
+        hidden = int(more[0].finding.message.split()[0].lstrip("+")) if more else 0
+        assert listed <= problem_nodes and len(listed) + hidden == len(problem_nodes), \
+            "every problem node has a row, or is counted in the last one"
         assert table.size.height - 1 >= len(table.view), "every row on screen"
         worst = wall.worst
         assert worst is not None

@@ -19,12 +19,15 @@ from hpctui.model import ClusterSnapshot, SlurmPartition, SourceResult
 from hpctui.model.action import JOB_ACTIONS, ActionKind, ActionPlan, TargetResult, reason_problem, stored_reason
 from hpctui.model.common import Severity
 from hpctui.model.hostlist import HostlistError, collect, expand
+from hpctui.model.scheduler import JobOutlook, Reservation
 from hpctui.sim import SimCluster
 from hpctui.sim.workload import SimJob
-from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, admin_argvs, admin_params, check
+from hpctui.sources.slurm.actions import SLURM_ADMIN_KINDS, admin_argvs, admin_params, check, reservation_results
+from hpctui.sources.slurm.parse.values import parse_cli_time, parse_duration_min
 
 if TYPE_CHECKING:  # the accounting parsers are not needed for the first frame
     from hpctui.model.accounting import AccountingInfo
+    from hpctui.model.nodehistory import AcctQuery, AcctResult
 
 NOTE = "demo cluster: nothing real is touched"
 SUPPORTED = frozenset({
@@ -39,6 +42,25 @@ DEMO_PARTITION_MAX_MIN = {"h100": 4320, "h200": 4320, "debug": 4320}  # the sim'
 DEMO_DEFAULT_PARTITION = "h100"
 _JOB_VERB = {ActionKind.REQUEUE_JOBS: "requeue", ActionKind.REQUEUE_HOLD_JOBS: "requeuehold",
              ActionKind.HOLD_JOBS: "hold", ActionKind.RELEASE_JOBS: "release"}
+
+
+def _demo_reservation(name: str, nodes: tuple[str, ...], params: dict[str, str], t: float) -> Reservation:
+    """What ``scontrol show reservation`` would read back after the demo created one from ``params``."""
+    start_text = params.get("start", "now")
+    if start_text.startswith("now"):
+        amount, _, unit = start_text.removeprefix("now").lstrip("+").partition(" ")
+        digits = "".join(c for c in amount if c.isdigit())
+        unit = amount[len(digits):] or unit or "minutes"
+        scale = {"minutes": 60, "hours": 3600, "days": 86_400}.get(unit, 60)
+        start = t + (int(digits) * scale if digits else 0)
+    else:
+        start = parse_cli_time(start_text) or t
+    end = parse_cli_time(params["end"]) if params.get("end") else None
+    if end is None:
+        mins = parse_duration_min(params.get("duration"))
+        end = None if mins is None else start + mins * 60
+    return Reservation(name=name, start_time=start, end_time=end, nodes=collect(list(nodes)), node_count=len(nodes),
+                       users=tuple(params.get("users", "root").split(",")), flags=("MAINT", "IGNORE_JOBS", "SPEC_NODES"))
 
 
 def _quote(value: str) -> str:
@@ -68,7 +90,7 @@ class DemoSource:
         self._sim: SimCluster | None = None  # built on first use: at 16k nodes that takes seconds,
         self._build_lock = threading.Lock()  # so the first collect builds it in its worker thread
         self._lock = threading.Lock()  # ticks may run in a worker thread; actions share the sim
-        self.reservations: dict[str, tuple[str, ...]] = {}  # maintenance reservation -> nodes
+        self.reservations: dict[str, Reservation] = {}  # maintenance reservations made by actions
         self.partition_state: dict[str, str] = {}  # partition -> UP/DOWN/DRAIN/INACTIVE set by an action
         self._partition_nodes: dict[str, str] | None = None
         self.mig_delay_s = 3.0  # a MIG layout shows this long after it was applied (like a real reset)
@@ -98,7 +120,8 @@ class DemoSource:
         with self._lock:
             self.sim.advance(t)
             result = self.sim.to_result(t, self.name)
-            return msgspec.structs.replace(result, partitions=self._partitions())
+            return msgspec.structs.replace(result, partitions=self._partitions(),
+                                           reservations=self.sim.reservations() + tuple(self.reservations.values()))
 
     def _partitions(self) -> tuple[SlurmPartition, ...]:
         """What ``scontrol show partition`` would say: the topology's partitions, their limits,
@@ -131,6 +154,50 @@ class DemoSource:
         from hpctui.sim.accounting import demo_accounting
 
         return demo_accounting(user, account, usage)
+
+    # -- what the demo's slurmdbd remembers (hpctui.sim.history) ---------------------------
+    async def node_events(self, nodes: str | None, start: float, end: float, limit: int = 5000) -> AcctResult:
+        """The demo's drain/down/resume history (the Xid node: drained 4× in 30 days for Xid 79)."""
+        from hpctui.sim.history import events_answer
+
+        sim = self.sim
+        return events_answer(sim.place, sim.t0, nodes, start, end, limit)
+
+    async def acct_jobs(self, query: AcctQuery) -> AcctResult:
+        """The demo's jobs that died (most on the Xid node); filters checked as the Slurm source checks them."""
+        from hpctui.sim.history import jobs_answer
+        from hpctui.sources.slurm.accounting import check_name
+        from hpctui.sources.slurm.history import check_nodes, check_states, check_window
+
+        check_window(query.start, query.end)
+        query = msgspec.structs.replace(query, nodes=check_nodes(query.nodes), user=check_name(query.user, "user"),
+                                        account=check_name(query.account, "account"),
+                                        states=check_states(query.states))
+        sim = self.sim
+        return jobs_answer(sim.place, sim.t0, sim.seed, query)
+
+    async def gpu_usage(self, start: float, end: float, account: str | None = None,
+                        user: str | None = None) -> AcctResult:
+        """GPU-hours per account/user: the running jobs' GPUs × their run time inside the window."""
+        from hpctui.sim.history import usage_answer
+
+        with self._lock:
+            hours: dict[str, float] = {}
+            for job in self.sim.workload.jobs.values():
+                if job.start_time is None:
+                    continue
+                ran = min(job.end_time or end, end) - max(job.start_time, start)
+                if ran > 0:
+                    hours[job.user] = hours.get(job.user, 0.0) + job.gpus_per_node * job.num_nodes * ran / 3600.0
+        return usage_answer(hours, start, end, account, user)
+
+    async def job_outlook(self, job_id: str) -> JobOutlook:
+        """Simulated sprio / squeue --start for one demo job."""
+        with self._lock:
+            job = self.sim.job(job_id)
+        from hpctui.sim.accounting import demo_outlook
+
+        return demo_outlook(job_id, job, self.clock())
 
     async def _off_loop(self, func: Callable[..., T], *args: object) -> T:
         """Big sims tick in a worker thread holding the lock: never wait for it on the event loop."""
@@ -238,7 +305,8 @@ class DemoSource:
             if name in self.reservations:
                 return tuple(TargetResult(target=n, ok=False, message="Error creating the reservation: "
                                           "Duplicate reservation name") for n in plan.targets)
-            self.reservations[name] = plan.targets
+            resv = _demo_reservation(name, plan.targets, params, t)
+            self.reservations[name] = resv
             active = params.get("start", "now") == "now"
             for n in plan.targets:
                 if active:
@@ -246,17 +314,16 @@ class DemoSource:
                     sim.mark(n)
             sim._event(t, "slurm", f"reservation/{name}", Severity.INFO,
                        f"maintenance reservation {name} created on {collect(list(plan.targets))}")
-            return tuple(TargetResult(target=n, ok=True, message=f"Reservation created: {name}")
-                         for n in plan.targets)
+            return tuple(reservation_results(resv, plan.targets, f"Reservation created: {name}"))
         results = []
         for target in plan.targets:
             if kind is ActionKind.DELETE_RESERVATION:
-                nodes = self.reservations.pop(target, None)
-                if nodes is None:
+                made = self.reservations.pop(target, None)
+                if made is None:
                     results.append(TargetResult(target=target, ok=False, message="Error deleting the reservation: "
                                                 "Requested reservation is invalid"))
                     continue
-                for n in nodes:
+                for n in (made.nodes and expand(made.nodes)) or ():
                     sim.admin[n].flags -= {"MAINTENANCE"}
                     sim.mark(n)
                 sim._event(t, "slurm", f"reservation/{target}", Severity.INFO, f"reservation {target} deleted")

@@ -18,6 +18,7 @@ from hpctui.base.sanitize import clean_text
 from hpctui.base.times import parse_time
 from hpctui.model import Event, K8sNodeInfo, K8sQueueItem, Pod, QueueGpus, Severity, Taint
 from hpctui.model.validate import COUNT, Drops, is_node_name, show_value
+from hpctui.model.volumes import StorageClassInfo, VolumeClaim
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
@@ -248,7 +249,48 @@ def pod(obj: Mapping[str, Any], drops: Drops | None = None) -> Pod:
         start_time=parse_time(status.get("startTime")), created=parse_time(meta.get("creationTimestamp")),
         ready=ready, mirror=MIRROR_ANNOTATION in annotations, uid=_s(meta, "uid"),
         labels={clean_text(str(k)): clean_text(str(v)) for k, v in labels.items()},
+        containers=tuple(n for c in _l(spec, "containers") if (n := _s(c, "name"))),
+        claims=pod_claims(name, spec),
     )
+
+
+def pod_claims(pod_name: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The PersistentVolumeClaims a pod mounts: ``persistentVolumeClaim.claimName`` volumes, and generic
+    ephemeral volumes, whose claim Kubernetes names ``<pod>-<volume>``."""
+    out: list[str] = []
+    for v in _l(spec, "volumes"):
+        claim = _s(_d(v, "persistentVolumeClaim"), "claimName")
+        if claim is None and isinstance(v, Mapping) and isinstance(v.get("ephemeral"), dict):
+            volume = _s(v, "name")
+            claim = f"{pod_name}-{volume}" if volume else None
+        if claim and claim not in out:
+            out.append(claim)
+    return tuple(out)
+
+
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def volume_claim(obj: Mapping[str, Any]) -> VolumeClaim:
+    """A core/v1 PersistentVolumeClaim."""
+    name = clean_text(name_of(obj))
+    meta, spec, status = _d(obj, "metadata"), _d(obj, "spec"), _d(obj, "status")
+    storage = _d(_d(spec, "resources"), "requests").get("storage")
+    return VolumeClaim(namespace=_s(meta, "namespace") or "default", name=name, phase=_s(status, "phase") or "Pending",
+                       storage_class=_s(spec, "storageClassName"), volume=_s(spec, "volumeName"),
+                       requested=clean_text(str(storage))[:32] if storage is not None else None,
+                       created=parse_time(meta.get("creationTimestamp")), uid=_s(meta, "uid"))
+
+
+def storage_class(obj: Mapping[str, Any]) -> StorageClassInfo:
+    """A storage.k8s.io/v1 StorageClass; one without a provisioner is malformed."""
+    name = clean_text(name_of(obj))
+    provisioner = _s(obj, "provisioner")
+    if not provisioner:
+        raise BadObject(f"storage class {show_value(name)} without a provisioner")
+    default = _d(_d(obj, "metadata"), "annotations").get(DEFAULT_CLASS_ANNOTATION) == "true"
+    return StorageClassInfo(name=name, provisioner=provisioner, default=default,
+                            binding_mode=_s(obj, "volumeBindingMode"))
 
 
 def event(obj: Mapping[str, Any], node_name: Any = None) -> Event:

@@ -37,6 +37,13 @@ class K8sSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Watch Warning events."""
     event_limit: int = 300
     """Newest Warning events kept from the first list."""
+    topology_labels: list[str] | None = None
+    """Node label keys naming a node's leaf switch, first present wins; default: NVIDIA Topograph's
+    (``network.topology.nvidia.com/leaf``, ``…/tier-0``, ``…/block``), ``topology.kubernetes.io/network-level-1``
+    and AWS's ``topology.k8s.aws/network-node-layer-3``. ``[]``: no fabric from labels."""
+    volumes: bool = True
+    """Watch PersistentVolumeClaims and StorageClasses: a GPU pod's pending claim or failed mount is put on
+    its storage class and CSI driver."""
     queues: bool = True
     """Kueue / Volcano objects when their CRDs are served (discovered, not assumed)."""
     queue_interval_s: float = 15.0

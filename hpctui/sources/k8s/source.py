@@ -1,4 +1,4 @@
-"""The Kubernetes source: list + watch of nodes, pods and Warning events, in threads.
+"""The Kubernetes source: list + watch of nodes, pods, Warning events, PVCs and StorageClasses, in threads.
 
 One worker thread per watched collection (per namespace when namespaces are configured)
 keeps a dict of converted objects up to date: a list (paginated) gives the items and a
@@ -14,6 +14,7 @@ alone; the source as a whole fails only when nothing can be read.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from collections import deque
@@ -25,12 +26,15 @@ import msgspec
 
 from hpctui.base.sanitize import clean_text
 from hpctui.model import Event, K8sNodeInfo, Part, SourceResult
+from hpctui.model.fabric import Fabric
 from hpctui.model.validate import Drops
+from hpctui.model.volumes import StorageClassInfo, VolumeClaim, Volumes
 from hpctui.sources.base import SourceError
 from hpctui.sources.k8s import convert
 from hpctui.sources.k8s.actions import K8sActions
 from hpctui.sources.k8s.client import K8sError, KubeClient, WatchBroken, error_from, q
 from hpctui.sources.k8s.settings import K8sSettings
+from hpctui.sources.k8s.topology import LEAF_LABELS, fabric_from_labels
 
 if TYPE_CHECKING:
     from hpctui.model.names import NodeNameMap
@@ -88,6 +92,7 @@ class K8sSource(K8sActions):
         self._new_events: deque[Event] = deque(maxlen=max(settings.event_limit, 1) * 4)
         self._seen_events: dict[tuple[str, str], None] = {}
         self._built: dict[Part, tuple[int, Any]] = {}
+        self._fabric_of: tuple[dict[str, K8sNodeInfo], Fabric | None] | None = None  # (nodes, their fabric)
         super().__init__()
 
     # -- configuration ----------------------------------------------------------------
@@ -100,6 +105,10 @@ class K8sSource(K8sActions):
             streams.append(Stream("pods", Part.PODS, f"{base}/pods"))
             if s.events:
                 streams.append(Stream("events", Part.EVENTS, f"{base}/events", {"fieldSelector": "type=Warning"}))
+            if s.volumes:
+                streams.append(Stream("persistentvolumeclaims", Part.VOLUMES, f"{base}/persistentvolumeclaims"))
+        if s.volumes:
+            streams.append(Stream("storageclasses", Part.VOLUMES, "/apis/storage.k8s.io/v1/storageclasses"))
         if s.queues:
             streams.append(Stream("queues", Part.K8S_QUEUES, "/apis"))
         return streams
@@ -161,6 +170,10 @@ class K8sSource(K8sActions):
                 value = convert.node_info(obj, drops)
             elif stream.resource == "pods":
                 value = convert.pod(obj, drops)
+            elif stream.resource == "persistentvolumeclaims":
+                value = convert.volume_claim(obj)
+            elif stream.resource == "storageclasses":
+                value = convert.storage_class(obj)
             else:
                 return key, convert.event(obj, self._node_name)
         except Exception as exc:  # one bad record costs one record
@@ -367,8 +380,10 @@ class K8sSource(K8sActions):
                 for d in s.implausible.values():
                     implausible.merge(d)
             nodes = self._build(Part.K8S_NODES, by_part) if Part.K8S_NODES in healthy else None
+            fabric = self._fabric(nodes) if nodes is not None else None
             pods = self._build(Part.PODS, by_part) if Part.PODS in healthy else None
             queues = self._build(Part.K8S_QUEUES, by_part) if Part.K8S_QUEUES in healthy else None
+            volumes = self._build(Part.VOLUMES, by_part) if Part.VOLUMES in healthy else None
             events: tuple[Event, ...] | None = None
             if Part.EVENTS in healthy:
                 events = tuple(self._new_events)
@@ -378,7 +393,17 @@ class K8sSource(K8sActions):
             warnings.append(clean_text(f"dropped {len(dropped)} malformed object(s), e.g. {res} {key}: {why}"))
         warnings.extend(implausible.warnings())
         return SourceResult(source=self.name, time=now, k8s_nodes=nodes, pods=pods, events=events,
-                            k8s_queues=queues, warnings=tuple(warnings), part_errors=part_errors)
+                            k8s_queues=queues, volumes=volumes, fabric=fabric, warnings=tuple(warnings),
+                            part_errors=part_errors)
+
+    def _fabric(self, nodes: dict[str, K8sNodeInfo]) -> Fabric | None:
+        """The leaf switches a topology labeller wrote on the nodes (rebuilt only when the nodes changed)."""
+        if self._fabric_of is not None and self._fabric_of[0] is nodes:
+            return self._fabric_of[1]
+        keys = LEAF_LABELS if self.settings.topology_labels is None else tuple(self.settings.topology_labels)
+        fabric = fabric_from_labels(nodes.values(), self._node_name, keys) if keys else None
+        self._fabric_of = (nodes, fabric)
+        return fabric
 
     def _bad_line_warnings(self) -> list[str]:
         """One warning per stream that dropped watch lines lately (called under the lock)."""
@@ -404,6 +429,10 @@ class K8sSource(K8sActions):
             for s in streams:
                 nodes.update((n.name, n) for n in s.items.values())
             value = nodes
+        elif part is Part.VOLUMES:
+            items = [x for st in streams for x in st.items.values()]
+            value = Volumes(claims=tuple(x for x in items if isinstance(x, VolumeClaim)),
+                            classes=tuple(x for x in items if isinstance(x, StorageClassInfo)))
         else:
             objs: list[Any] = []
             for s in streams:
@@ -411,6 +440,14 @@ class K8sSource(K8sActions):
             value = tuple(objs)
         self._built[part] = (version, value)
         return value
+
+    def pod_shell_argv(self, namespace: str, pod: str, container: str | None, *,
+                   kubectl: str = "kubectl") -> tuple[str, ...]:
+        """PodShell: ``kubectl exec -it`` into the container with this source's kubeconfig and
+        context (hpctui.sources.k8s.shell); ValueError for a name that is not a Kubernetes name."""
+        from hpctui.sources.k8s.shell import kubectl_exec_argv
+
+        return kubectl_exec_argv(self.settings, namespace, pod, container, kubectl=kubectl)
 
     # -- on-demand reads (pod keys) ------------------------------------------------------
     async def describe_pod(self, namespace: str, name: str) -> str:
@@ -435,13 +472,42 @@ class K8sSource(K8sActions):
                         key=lambda e: e.time)]
         return f"{text}\nEvents:\n" + ("\n".join(lines) if lines else "  <none>") + "\n"
 
-    async def pod_logs(self, namespace: str, name: str, container: str | None = None, tail: int = 200) -> str:
-        """The last ``tail`` log lines of a container (the first one unless named)."""
-        return await asyncio.to_thread(self._pod_logs, namespace, name, container, tail)
+    async def pod_logs(self, namespace: str, name: str, container: str | None = None, tail: int = 200,
+                       previous: bool = False) -> str:
+        """The last ``tail`` log lines of a container (the first one unless named); ``previous``: of its
+        previous instance (a container in CrashLoopBackOff). Read with ``limitBytes``, sanitised."""
+        text, _ = await asyncio.to_thread(self._pod_logs, namespace, name, container, tail, previous, None)
+        return "\n".join(text) or "(no log lines)"
 
-    def _pod_logs(self, namespace: str, name: str, container: str | None, tail: int) -> str:
+    async def pod_log_lines(self, namespace: str, name: str, container: str | None = None, tail: int = 200,
+                            previous: bool = False, since: str | None = None) -> tuple[list[str], str | None]:
+        """PodLogFollower: the log lines (sanitised, bounded) and the RFC 3339 time of the last one; with
+        ``since`` (that time, from the last read) only the lines after it: what a follow read adds."""
+        return await asyncio.to_thread(self._pod_logs, namespace, name, container, tail, previous, since)
+
+    async def pod_containers(self, namespace: str, name: str) -> tuple[str, ...]:
+        """PodLogFollower: the pod's container names (init containers first), for the viewer's choice."""
+        def get() -> tuple[str, ...]:
+            _, pod = self.client.request("GET", f"/api/v1/namespaces/{q(namespace)}/pods/{q(name)}", verb="get",
+                                         resource="pods")
+            spec = pod.get("spec") if isinstance(pod, dict) else None
+            if not isinstance(spec, dict):
+                return ()
+            names = [c.get("name") for key in ("initContainers", "containers")
+                     for c in (spec.get(key) or ()) if isinstance(c, dict)]
+            return tuple(clean_text(n) for n in names if isinstance(n, str))
+        return await asyncio.to_thread(get)
+
+    def _pod_logs(self, namespace: str, name: str, container: str | None, tail: int, previous: bool,
+                  since: str | None) -> tuple[list[str], str | None]:
+        query: dict[str, Any] = {"tailLines": tail, "container": container, "limitBytes": LOG_LIMIT_BYTES,
+                                 "timestamps": "true"}
+        if previous:
+            query["previous"] = "true"
+        if since:
+            query["sinceTime"] = since
         resp = self.client._call("GET", f"/api/v1/namespaces/{q(namespace)}/pods/{q(name)}/log",
-                                 query={"tailLines": tail, "container": container}, verb="get", resource="pods/log")
+                                 query=query, verb="get", resource="pods/log")
         data = self.client.read_body(resp, "get", "pods/log")
         if not 200 <= resp.status <= 299:
             try:
@@ -449,7 +515,7 @@ class K8sSource(K8sActions):
             except msgspec.DecodeError:
                 doc = {"message": data[:300].decode("utf-8", "replace")}
             raise error_from(resp.status, doc, "get", "pods/log", resp.reason)
-        return data.decode("utf-8", "replace") or "(no log lines)"
+        return split_log_timestamps(data.decode("utf-8", "replace"), since)
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-stream bookkeeping (lists, 410 relists, bookmarks, resourceVersion): for tests and `describe`."""
@@ -471,3 +537,34 @@ def _join_all(threads: list[threading.Thread], timeout: float) -> None:
     end = time.monotonic() + timeout
     for t in threads:
         t.join(max(0.0, end - time.monotonic()))
+
+
+LOG_LIMIT_BYTES = 256 * 1024  # one pods/log read (the API server stops there: limitBytes)
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")  # the kubelet's timestamps=true prefix
+
+
+def split_log_timestamps(text: str, since: str | None = None) -> tuple[list[str], str | None]:
+    """``timestamps=true`` log text → (lines without their time, sanitised; the last line's time).
+
+    With ``since`` (sinceTime is inclusive, to the second), lines at or before it are dropped: a follow
+    read shows each line once. A line without a time (a log cut by limitBytes) is kept as it is."""
+    lines: list[str] = []
+    last: str | None = since
+    floor = _stamp_key(since) if since else None
+    for raw in text.splitlines():
+        stamp, sep, rest = raw.partition(" ")
+        if sep and _RFC3339.fullmatch(stamp):
+            if floor is not None and _stamp_key(stamp) <= floor:
+                continue
+            last = stamp
+            lines.append(clean_text(rest.expandtabs(8)))
+        else:
+            lines.append(clean_text(raw.expandtabs(8)))
+    return lines, last
+
+
+def _stamp_key(stamp: str) -> str:
+    """An RFC 3339 UTC time that sorts as text: Go trims the fraction's zeros (``.1Z``, ``.123Z``)."""
+    body = stamp.rstrip("Z")
+    whole, _, frac = body.partition(".")
+    return f"{whole}.{frac.ljust(9, '0')[:9]}"

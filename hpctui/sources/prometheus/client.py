@@ -4,7 +4,7 @@ aiohttp, one session per source. Credentials are read once from a file or the en
 and only ever travel in a request header: no error message, repr or log line carries them.
 Every failure becomes :class:`PromError` with one line a person can act on.
 
-Answers are bounded: the body is read streamed up to ``max_answer_mib`` and an answer with
+Answers are asked for gzip-compressed and are bounded: the body is read streamed up to ``max_answer_mib`` and an answer with
 more than ``max_series`` series is refused before its series are decoded (issue #19 §5).
 A redirect is followed by aiohttp, which drops ``Authorization`` when it leads to another
 host; userinfo in the configured URL is never shown (:func:`hpctui.base.sanitize.redact_url`).
@@ -60,6 +60,9 @@ class _CountAnswer(msgspec.Struct):
     data: _CountData | None = None
 
 
+# Both engines gzip an answer when asked (~15x smaller for series JSON); aiohttp decodes it
+# while reading, so max_answer_mib bounds the decoded size (a small gzip cannot expand past it).
+_COMPRESSED = {"Accept-Encoding": "gzip"}
 _DECODER = msgspec.json.Decoder(_Answer)
 _COUNTER = msgspec.json.Decoder(_CountAnswer)
 # The shortest series in JSON ({"metric":{},"value":[1,"1"]},) is ~30 bytes: an answer shorter
@@ -155,7 +158,7 @@ class PromClient:
         session = self._get_session()
         url = f"{self.base}{path}"
         try:
-            async with session.post(url, data=form, headers=self._headers) as resp:
+            async with session.post(url, data=form, headers={**self._headers, **_COMPRESSED}) as resp:
                 body = await self._read(resp, path)
                 if resp.status in (401, 403):
                     self._prepared = False  # read the token file again next time (it may have rotated)

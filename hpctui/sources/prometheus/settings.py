@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -79,6 +79,21 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     """Largest answer read, 1–4096 MiB; one past it is refused, saying so."""
     max_series: int = 500_000
     """Most series in one answer; one past it is refused, saying so."""
+    detail: Literal["auto", "series", "aggregate"] = "auto"
+    """``series``: every GPU, port and mount of every node is read each refresh (the engine answers one
+    series per GPU and metric). ``aggregate``: the engine sums each node up (hottest GPU, mean
+    utilisation, memory, power) and names the nodes where a health or idle rule may fire; only those
+    and the ones looked at (selected, charted, opened) are read in full. Findings, the problem list
+    and the heatmap are the same; a healthy node nobody opened has no per-GPU readings (GPUs list,
+    partitions view, IB and mount panes, host resources, charts). ``auto``: ``series`` up to
+    ``aggregate_above_nodes`` nodes, ``aggregate`` above (measured: docs/benchmarks.md)."""
+    aggregate_above_nodes: int = 512
+    """``auto``: the number of nodes above which the refresh is ``aggregate``."""
+    detail_nodes: int = 16
+    """``aggregate``: how many of the most recently looked-at nodes are read in full."""
+    max_detail_nodes: int = 1024
+    """``aggregate``: when more nodes than this need reading in full (half the cluster is hot), the
+    refresh reads every node instead (as ``series``)."""
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.timeout_s <= 0 or self.scrape_interval_s <= 0:
@@ -103,6 +118,8 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
             raise ValueError("rate_window_s and delta_window_s must be >= 1")
         if self.max_parallel_queries < 1:
             raise ValueError("max_parallel_queries must be >= 1")
+        if self.detail_nodes < 0 or self.max_detail_nodes < 1 or self.aggregate_above_nodes < 0:
+            raise ValueError("detail_nodes and aggregate_above_nodes must be >= 0, max_detail_nodes >= 1")
         if not 1 <= self.max_answer_mib <= 4096 or self.max_series < 1:
             raise ValueError("max_answer_mib must be 1..4096 and max_series >= 1")
 
@@ -114,4 +131,5 @@ class PrometheusSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
 def build_prometheus_source(settings: PrometheusSettings, context: SourceContext) -> PrometheusSource:
     from hpctui.sources.prometheus.source import PrometheusSource
 
-    return PrometheusSource(settings, name_map=context.name_map)
+    return PrometheusSource(settings, name_map=context.name_map, thresholds=context.thresholds, idle=context.idle,
+                            snapshot=lambda: context.snapshot())  # late-bound: the store exists after the sources

@@ -7,12 +7,14 @@ exist in the snapshot) are the same whichever way the action is carried out.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 from hpctui.findings.correlate import workload_index
-from hpctui.model import ClusterSnapshot, SlurmJob
-from hpctui.model.action import JOB_ACTIONS, NODE_ACTIONS, ActionKind, reason_problem
-from hpctui.model.hostlist import HostlistError, expand
+from hpctui.model import ClusterSnapshot, Part, SlurmJob
+from hpctui.model.action import JOB_ACTIONS, NODE_ACTIONS, ActionKind, TargetResult, reason_problem
+from hpctui.model.hostlist import HostlistError, collect, expand
+from hpctui.model.scheduler import Reservation
 
 SLURM_NODE_KINDS = frozenset({
     ActionKind.DRAIN_NODES, ActionKind.RESUME_NODES, ActionKind.REBOOT_NODES, ActionKind.CANCEL_REBOOT,
@@ -274,8 +276,6 @@ def admin_params(kind: ActionKind, targets: tuple[str, ...], params: dict[str, s
 
 def admin_argvs(kind: ActionKind, targets: tuple[str, ...], params: dict[str, str]) -> list[list[str]]:
     """The exact scontrol calls: one per reservation/partition; one for a reservation's node set."""
-    from hpctui.model.hostlist import collect
-
     if kind is ActionKind.RESERVE_MAINT:
         when = [f"StartTime={params.get('start', 'now')}"]
         when.append(f"EndTime={params['end']}" if params.get("end") else f"Duration={params.get('duration', '')}")
@@ -326,6 +326,13 @@ def _check_admin(kind: ActionKind, targets: tuple[str, ...], params: dict[str, s
             info = snapshot.nodes[name_].slurm
             if info is not None and ("MAINTENANCE" in info.flags or "MAINT" in info.flags):
                 out.warnings.append(f"{name_} is already in a maintenance reservation")
+        for resv in snapshot.reservations:
+            if resv.name == name:
+                out.errors.append(f"a reservation named {name} exists already (Slurm: Duplicate reservation name)")
+            shared = sorted(set(out.targets) & _resv_nodes(resv))
+            if shared and resv.name != name:
+                out.warnings.append(f"{collect(shared)} also in reservation {resv.name} (Slurm lets a MAINT "
+                                    "reservation overlap others; both apply)")
         return
     for raw in dict.fromkeys(targets):
         if not NAME.match(raw):
@@ -335,7 +342,7 @@ def _check_admin(kind: ActionKind, targets: tuple[str, ...], params: dict[str, s
         else:
             out.targets.append(raw)
     if kind is ActionKind.DELETE_RESERVATION:
-        out.warnings.append("reservations are not read by hpctui: Slurm checks that the name exists")
+        _check_reservation_names(snapshot, out)
         return
     state = params.get("state", "")
     if state not in PARTITION_STATES:
@@ -355,3 +362,44 @@ def _check_admin(kind: ActionKind, targets: tuple[str, ...], params: dict[str, s
         out.affected = [job_label(j) for j in running]
         if pending and state != "DRAIN":
             out.affected.append(f"{len(pending)} pending job(s) in {', '.join(out.targets)} will not start")
+
+
+def _resv_nodes(resv: Reservation) -> set[str]:
+    try:
+        return set(expand(resv.nodes)) if resv.nodes else set()
+    except HostlistError:
+        return set()
+
+
+def _check_reservation_names(snapshot: ClusterSnapshot, out: Checked) -> None:
+    """Reservation targets against the last read: unknown names are rejected once the part was read."""
+    if Part.RESERVATIONS.value not in snapshot.collected_at:
+        out.warnings.append("reservations not read yet: Slurm checks that the name exists")
+        return
+    known = {r.name: r for r in snapshot.reservations}
+    for name in list(out.targets):
+        resv = known.get(name)
+        if resv is None:
+            out.targets.remove(name)
+            out.rejected.append(name)
+            out.errors.append(f"unknown reservation {name!r} (not in the last Slurm read)")
+        elif resv.nodes:
+            out.affected.append(f"reservation {name} on {resv.nodes}: its nodes are released"
+                                + (" (maintenance ends)" if resv.maintenance else ""))
+
+
+def reservation_results(resv: Reservation, targets: tuple[str, ...], created: str) -> list[TargetResult]:
+    """One result per target of a maintenance reservation as read back: in its nodes, and flagged MAINT."""
+    held = _resv_nodes(resv)
+    when = " → ".join(time.strftime("%Y-%m-%d %H:%MZ", time.gmtime(t)) if t is not None else "?"
+                      for t in (resv.start_time, resv.end_time))
+    seen = f"read back: {resv.name} on {resv.nodes or 'no nodes'}, {when}, flags {','.join(resv.flags) or '-'}"
+    out = []
+    for t in targets:
+        if t not in held:
+            out.append(TargetResult(target=t, ok=False, message=f"{created}; {seen}: {t} is not in it"))
+        elif not resv.maintenance:
+            out.append(TargetResult(target=t, ok=False, message=f"{created}; {seen}: no MAINT flag"))
+        else:
+            out.append(TargetResult(target=t, ok=True, message=f"{created}; {seen}"))
+    return out

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from hpctui.model import ControllerHealth, SlurmJob, SlurmNodeInfo, SlurmPartition
 from hpctui.model.action import ActionKind, TargetResult
+from hpctui.model.fabric import Fabric
 from hpctui.model.validate import Drops
 
 T = TypeVar("T")
@@ -64,6 +65,7 @@ class Collected:
     controller: ControllerHealth | None = None
     warnings: list[str] = field(default_factory=list)
     partitions: tuple[SlurmPartition, ...] | None = None  # None: not read (a warning says why) or no endpoint
+    fabric: Fabric | None = None  # Slurm's topology/tree switches; None: not read this refresh, or no plugin
 
 
 def nodes_or_jobs(nodes: object, jobs: object, warnings: list[str]) -> tuple[

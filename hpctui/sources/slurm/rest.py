@@ -25,6 +25,7 @@ import msgspec
 from hpctui.base.sanitize import redact_url
 from hpctui.model import ControllerHealth, SlurmPartition
 from hpctui.model.action import ActionKind, TargetResult
+from hpctui.model.scheduler import Reservation
 from hpctui.sources.base import SourceError
 from hpctui.sources.bounded import (
     MIB,
@@ -41,6 +42,7 @@ from hpctui.sources.slurm import parse
 from hpctui.sources.slurm.backend import Collected, Dropped, looks_unreachable, nodes_or_jobs, parse_off_loop
 from hpctui.sources.slurm.jwt import JwtProvider
 from hpctui.sources.slurm.parse.partitions import parse_partition_records_json
+from hpctui.sources.slurm.parse.reservations import parse_reservations_json
 from hpctui.sources.slurm.settings import SlurmSettings
 from hpctui.sources.slurm.verify import JobRow, query_ids, verify_cancel
 
@@ -288,6 +290,23 @@ class RestBackend:
                 warnings.append(f"diag unreadable: {exc}")
                 ctl = ControllerHealth(reachable=True, detail="diag unreadable")
         return Collected(nodes=nodes, jobs=jobs, controller=ctl, warnings=warnings, partitions=partitions)
+
+    async def read_reservations(self, warnings: list[str]) -> tuple[Reservation, ...] | None:
+        """``GET reservations`` (optional: a failure is a warning and None)."""
+        version = await self.discover()
+        try:
+            body = await self.get("reservations")
+            await self._check_json(body, "reservations")
+            dropped = Dropped("reservation")
+            out = await parse_off_loop(lambda d: parse_reservations_json(d, version, on_invalid=dropped), body)
+        except parse.SlurmParseError as exc:
+            warnings.append(f"reservations unreadable: {exc}")
+            return None
+        except SourceError as exc:
+            warnings.append(f"reservations unavailable: {exc}")
+            return None
+        dropped.report(warnings)
+        return out
 
     @staticmethod
     async def _check_json(body: bytes, what: str) -> None:

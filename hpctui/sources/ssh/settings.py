@@ -11,7 +11,7 @@ which the status line then shows as a permanent ⚠.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -20,6 +20,52 @@ from hpctui.sources.ssh.probe.script import ProbeOptions
 if TYPE_CHECKING:
     from hpctui.sources.registry import SourceContext
     from hpctui.sources.ssh.source import SshSource
+
+
+class QuotaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``[clusters.NAME.sources.quotas]`` of an SSH source: the file system quotas of the users with
+    running jobs (``lfs quota -u``, ``beegfs-ctl --getquota``), asked in the background."""
+
+    interval_s: float = 300.0
+    """Seconds between quota sweeps (0: never ask). Each sweep asks every owner of a running job once."""
+    host: str | None = None
+    """Node (a login node) that asks for every user; default: a reachable node of one of the user's running
+    jobs that mounts the file system (the quota RPCs then come from nodes that already talk to it)."""
+    filesystems: list[str] | None = None
+    """Only these mount points are asked; default: every Lustre and BeeGFS mount the probes see on the asking
+    node (with ``host`` set: anywhere). With ``host`` set, one no probe sees is asked as Lustre."""
+    max_users: int = 256
+    """Users asked per sweep at most (the ones with most running jobs first); the rest are said."""
+    timeout_s: float = 60.0
+    """One node's answer for all its users; past it the node's previous quotas stay."""
+
+    def __post_init__(self) -> None:
+        if self.interval_s < 0 or self.timeout_s <= 0 or self.max_users < 1:
+            raise ValueError("quotas: interval_s >= 0, timeout_s > 0 and max_users >= 1")
+        if self.host is not None and not self.host.strip():
+            raise ValueError("quotas: host must not be empty")
+        for m in self.filesystems or ():
+            if not m.startswith("/"):
+                raise ValueError(f"quotas: filesystems must be absolute mount points, not {m!r}")
+
+
+class FabricSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """``[clusters.NAME.sources.fabric]`` of an SSH source: the InfiniBand topology read by the fabric tools
+    on one node, in the background (leaf switch of each node, the switch port of each HCA port)."""
+
+    interval_s: float = 0.0
+    """Seconds between reads (0: never; 900 is a sensible choice). Off by default: ``ibnetdiscover`` sends
+    management datagrams to every switch of the fabric."""
+    host: str | None = None
+    """Node that runs the tool; default: the first reachable probed node with an InfiniBand port."""
+    tool: Literal["ibnetdiscover", "iblinkinfo"] = "ibnetdiscover"
+    """Which infiniband-diags tool reads the fabric."""
+    timeout_s: float = 120.0
+    """One read; past it the last good topology stays."""
+
+    def __post_init__(self) -> None:
+        if self.interval_s < 0 or self.timeout_s <= 0:
+            raise ValueError("fabric: interval_s >= 0 and timeout_s > 0")
 
 
 class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -64,9 +110,15 @@ class SshSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Longest retry delay of an unreachable node."""
     keepalive_s: float = 30.0
     """SSH keepalive interval on each connection (0: off)."""
+    log_host: str | None = None
+    """Node (a login node) that reads job output files for the log viewer; default: the job's batch host."""
     probe: ProbeOptions = msgspec.field(default_factory=ProbeOptions)
     """What the node-side loop collects, ``[clusters.NAME.sources.probe]``; its interval is this source's
     ``interval_s``."""
+    quotas: QuotaSettings = msgspec.field(default_factory=QuotaSettings)
+    """File system quotas of the users with running jobs, ``[clusters.NAME.sources.quotas]``."""
+    fabric: FabricSettings = msgspec.field(default_factory=FabricSettings)
+    """The InfiniBand topology from ``ibnetdiscover`` / ``iblinkinfo`` on one node, ``[clusters.NAME.sources.fabric]``."""
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.interval_s <= 3600 or self.connect_timeout_s <= 0:

@@ -22,6 +22,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from hpctui.actions.plans import REASON_KINDS, describe_prior, drain_reason
 from hpctui.actions.render import plan_lines
 from hpctui.model.action import JOB_ACTIONS, REQUIRED_PARAMS, ActionKind, ActionPlan, ActionResult, ProgressItem
+from hpctui.model.hostlist import HostlistError, expand
 from hpctui.model.jobs import array_task_count
 from hpctui.ui.literal import literal
 
@@ -43,7 +44,9 @@ TITLES: dict[ActionKind, str] = {
     ActionKind.K8S_DRAIN_NODES: "Drain Kubernetes nodes (evict pods)",
     ActionKind.MIG_RECONFIGURE: "Reconfigure MIG",
     ActionKind.DELETE_PODS: "Delete Kubernetes pods",
+    ActionKind.HEALTH_CHECK: "Health check (the result is kept per node; a failure offers the drain)",
 }
+DEFAULT_CHECK = "dcgm-r2"  # clears a critical GPU finding for the resume gate, in minutes
 MAX_LISTED = 12
 PROGRESS_SHOWN = 8  # the last progress lines of a running action
 
@@ -149,6 +152,14 @@ MODE_LABELS: dict[str, str] = {
 }
 
 
+def expand_or(expr: str) -> list[str]:
+    """The names of a hostlist, or the expression itself when it is not one."""
+    try:
+        return expand(expr)
+    except HostlistError:
+        return [expr]
+
+
 def mode_choices(kind: ActionKind) -> tuple[str, ...]:
     """The reason_mode values that mean something for ``kind``: append only where there is a reason."""
     return ("keep", "append", "replace") if kind in REASON_KINDS else ("keep", "replace")
@@ -197,7 +208,13 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             kept = drain_reason(targets, runtime.current_snapshot())  # keep why the node was drained
             if kept:
                 self.params["reason"] = self.prefilled["reason"] = kept
+        self.checks: list[tuple[str, str]] = runtime.check_choices() if kind is ActionKind.HEALTH_CHECK else []
+        if self.checks and self.params.get("check") not in [c for c, _ in self.checks]:
+            self.params["check"] = DEFAULT_CHECK if DEFAULT_CHECK in dict(self.checks) else self.checks[0][0]
         self.plan = self._make_plan()
+        # the health-check gate holds nodes of a resume/uncordon: an override reason field (audited)
+        self.gate_field = bool(self.plan.held) or bool(self.params.get("override"))
+        self.offers: list[tuple[str, str]] = []  # a finished check's drains of its failed nodes
         if self.plan.already and not self.params.get("reason_mode"):
             self.params["reason_mode"] = "keep"  # the safe default; replacing is an explicit choice
             self.plan = self._make_plan()
@@ -212,7 +229,12 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         self._progress: list[ProgressItem] = []
 
     def _make_plan(self) -> ActionPlan:
-        return self.runtime.plan_action(self.kind, self.targets, self.params)
+        params = {k: v for k, v in self.params.items() if k != "override" or v.strip()}
+        return self.runtime.plan_action(self.kind, self.targets, params)
+
+    def _fields(self) -> tuple[str, ...]:
+        """The required parameters typed into a field (a check is chosen from a list)."""
+        return tuple(n for n in REQUIRED_PARAMS.get(self.kind, ()) if not (n == "check" and self.checks))
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -223,7 +245,15 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
                 with RadioSet(id="reason-mode"):
                     for mode in self.modes:
                         yield RadioButton(MODE_LABELS[mode], value=mode == chosen, id=f"mode-{mode}")
-            for name in REQUIRED_PARAMS.get(self.kind, ()):
+            if self.checks:
+                chosen_check = self.params.get("check")
+                with RadioSet(id="check-choice"):
+                    for check, title in self.checks:
+                        yield RadioButton(literal(f"{check}  {title}"), value=check == chosen_check)
+            if self.gate_field:
+                yield Input(value=self.params.get("override", ""), id="param-override",
+                            placeholder="override the health-check gate: reason (audited), e.g. 'RMA swap, diag ok'")
+            for name in self._fields():
                 kept = self.prefilled.get(name)
                 yield Input(value=self.params.get(name, ""), placeholder=self._placeholder(name), id=f"param-{name}",
                             tooltip="the current drain reason, kept" if kept else None)
@@ -233,6 +263,7 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             yield Static("", id="result", markup=False)
             yield Static("", id="hint", markup=False)
             with Horizontal(id="buttons"):
+                yield Button("Drain failed", id="drain-failed", variant="warning")
                 yield Button(literal(run_label(self.plan)), id="run", variant="error" if self.plan.destructive else "primary")
                 yield Button("Back", id="cancel")
         yield Static(Text(DIALOG_KEYS), id="dialog-keys")
@@ -253,6 +284,11 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         return f"{name} (required), e.g. 'xid 79 gpu3 - ticket 4411'"
 
     def on_mount(self) -> None:
+        if self.checks:  # the highlight on the chosen check, not the first (Textual starts at the first)
+            picker = self.query_one("#check-choice", RadioSet)
+            chosen = [c for c, _ in self.checks].index(self.params["check"])
+            if hasattr(picker, "_selected"):
+                picker._selected = chosen
         self._refresh_controls()
         self._first_focus().focus()
 
@@ -261,7 +297,11 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         the typed word, the confirm button."""
         if self.modes:
             return self.query_one("#reason-mode", RadioSet)
-        for name in REQUIRED_PARAMS.get(self.kind, ()):
+        if self.checks:
+            return self.query_one("#check-choice", RadioSet)
+        if self.gate_field and not self.plan.runnable:
+            return self.query_one("#param-override", Input)
+        for name in self._fields():
             field = self.query_one(f"#param-{name}", Input)
             if not field.value.strip():
                 return field
@@ -287,6 +327,11 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         run.disabled = self.result is not None or not self.plan.runnable or (
             word is not None and confirm.value.strip() != word)
         run.display = self.result is None
+        drain = self.query_one("#drain-failed", Button)
+        drain.display = bool(self.offers)
+        if self.offers:
+            failed = sum(len(expand_or(nodes)) for nodes, _ in self.offers)
+            drain.label = f"Drain {failed} failed"
         self.query_one("#cancel", Button).label = "Close" if self.result is not None else "Back"
         self._update_hint()
 
@@ -302,6 +347,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
             hint = "enter: next field (nothing runs yet)"
         elif focused is run:
             hint = f"enter: {run.label}"
+        elif isinstance(focused, RadioSet) and focused.id == "check-choice":
+            hint = "↑/↓ then enter: choose the check · tab: next field"
         elif isinstance(focused, RadioSet):
             hint = "↑/↓ then enter: keep, append to or replace what is already set · tab: next field"
         else:
@@ -309,6 +356,10 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         editing = isinstance(focused, Input) and focused.id != "confirm"
         if not self.plan.runnable and self.result is None and not editing:
             hint = "cannot run: see ✗ above · esc: back"
+        if self.plan.held and not self.plan.runnable and self.result is None:
+            hint = "held by the health-check gate: run a check first (K on the node), or type an override reason"
+        if self.offers:
+            hint = "tab: Drain the failed node(s) (a preview first) · enter / esc: close"
         self.query_one("#hint", Static).update(Text(hint + "   esc: back" if "esc" not in hint else hint))
 
     def on_descendant_focus(self) -> None:
@@ -348,14 +399,37 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         if not event.input.value.strip():
             self.app.bell()  # a required field: stay until it is filled
             return
-        fields = [self.query_one(f"#param-{n}", Input) for n in REQUIRED_PARAMS.get(self.kind, ())]
+        fields = [self.query_one(f"#param-{n}", Input) for n in self._fields()]
         later = fields[fields.index(event.input) + 1:] if event.input in fields else []
         nxt: Widget = next((f for f in later if not f.value.strip()), None) or self._next_after_params()
         nxt.focus()
 
+    @on(RadioSet.Changed, "#check-choice")
+    def _check_changed(self, event: RadioSet.Changed) -> None:
+        """Another check: re-plan (its commands, timeouts and warnings differ)."""
+        if 0 <= event.index < len(self.checks) and self.result is None:
+            self.params["check"] = self.checks[event.index][0]
+            self.plan = self._make_plan()
+            self._refresh_controls()
+
     @on(Button.Pressed, "#run")
     def _run_pressed(self) -> None:
         self._start()
+
+    @on(Button.Pressed, "#drain-failed")
+    def _drain_pressed(self) -> None:
+        """A failed check's drain, with the failure as the reason: through its own preview and confirmation
+        (one dialog per distinct failure, one after another)."""
+        offers, self.offers = list(self.offers), []
+        app, runtime = self.app, self.runtime
+        self.dismiss(self.result)
+
+        def next_offer(_: object = None) -> None:
+            if offers:
+                nodes, reason = offers.pop(0)
+                app.push_screen(ActionDialog(runtime, ActionKind.DRAIN_NODES, (nodes,), {"reason": reason}), next_offer)
+
+        next_offer()
 
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self) -> None:
@@ -391,6 +465,8 @@ class ActionDialog(ModalScreen["ActionResult | None"]):
         finally:
             self.running = False
         self.query_one("#result", Static).update(render_result(self.result))
+        if self.kind is ActionKind.HEALTH_CHECK:
+            self.offers = self.runtime.drain_offers(self.result)
         self._refresh_controls()
         self.query_one("#cancel", Button).focus()  # enter now closes
         self.runtime.refresh_now()

@@ -1,8 +1,10 @@
 """The one dashboard screen: every pane, fed top-down from a snapshot.
 
 The screen is the only place that knows all panes; it pushes each new frame
-(hpctui.core.frame) down and routes the heatmap's cursor (a message up) to the panes that follow
-the selected node. Panes never talk to each other.
+(hpctui.core.frame) down and routes the heatmap's cursor to the panes that follow the selected
+node (the heatmap calls the screen's ``cursor_listener`` as the cursor moves, so they are drawn in
+the same screen update; its Highlighted message follows for everyone else). Panes never talk to
+each other.
 """
 
 from __future__ import annotations
@@ -139,7 +141,9 @@ class DashboardScreen(Screen[None]):
         self.heatmap = NodeHeatmap(port.thresholds, cell_width=3 if wall else 2,
                                    actions_enabled=self.actions_enabled,
                                    settings=port.heatmap, id="heatmap")
+        self.heatmap.cursor_listener = self._follow_cursor
         self.gpu_panel = GpuPanel(id="gpu-panel")
+        self.gpu_panel.checks_for = self.port.check_view
         self.queue_pane = TablePane("Slurm queue", QueueTable(actions_enabled=self.actions_enabled, clock=port.clock,
                                                               id="queue"),
                                     id="queue-pane")
@@ -281,6 +285,16 @@ class DashboardScreen(Screen[None]):
     def _tab_chosen(self, event: TabBar.Chosen) -> None:
         self.show_view(event.name)
 
+    def set_focus(self, widget: Widget | None, scroll_visible: bool = True, from_app_focus: bool = False) -> None:
+        """Textual's, with the focus frame moved first (the app's DescendantFocus handler would
+        move it after the focus events): both panes' borders, the footer's keys and the newly
+        focused widget then reach the screen in one update, not two (Textual's frame timer holds
+        the second 17-33 ms)."""
+        frame = getattr(self.app, "frame_pane_of", None)
+        if callable(frame) and widget is not None and widget.focusable and widget.is_attached:
+            frame(self, widget)  # the widget Textual focuses below (set_focus takes any focusable one)
+        super().set_focus(widget, scroll_visible, from_app_focus)
+
     def on_descendant_focus(self, event: object) -> None:
         """The tab follows focus (a click, tab, or a pane focused by a key of its own); so does
         the breadcrumb's last level."""
@@ -416,11 +430,15 @@ class DashboardScreen(Screen[None]):
 
     @on(NodeHeatmap.Highlighted)
     def _node_highlighted(self, event: NodeHeatmap.Highlighted) -> None:
-        if event.node == self.selected:
+        self._follow_cursor(event.node)  # (the cursor's own moves were followed already: a no-op then)
+
+    def _follow_cursor(self, node: str | None) -> None:
+        """The heatmap's cursor is on ``node``: the panes that follow the selected node follow it."""
+        if node == self.selected:
             return
-        self.selected = event.node
+        self.selected = node
         job = self.subject_job
-        if self.subject_last != "node" and not (job is not None and event.node in job_nodes(job)):
+        if self.subject_last != "node" and not (job is not None and node in job_nodes(job)):
             self.subject_last = "node"  # a node of its own: no longer the named job's
         self.update_status()
         self._show_node()
@@ -472,7 +490,9 @@ class DashboardScreen(Screen[None]):
         return True
 
     def next_problem(self, step: int) -> None:
-        node = self.problems_pane.walk.next(self.problems_pane.nodes, self.heatmap.cursor_node, step)
+        # (a file system's group, "fs/<fs>/<target>" findings, is listed but not a node to select)
+        nodes = [n for n in self.problems_pane.nodes if self.heatmap.knows(n)]
+        node = self.problems_pane.walk.next(nodes, self.heatmap.cursor_node, step)
         if node is None:
             self.notify("no problems of warning or worse", timeout=2)
             return
@@ -535,6 +555,15 @@ class DashboardScreen(Screen[None]):
         from hpctui.ui.screens.charts import ChartsScreen
 
         self.app.push_screen(ChartsScreen(self.port, node=event.node))
+
+    @on(NodeHeatmap.HistoryRequested)
+    def _history_requested(self, event: NodeHeatmap.HistoryRequested) -> None:
+        """``H``: the selected node's drains, resumes, cordons and dead jobs (hpctui.ui.screens.history)."""
+        if event.node is None:
+            return
+        from hpctui.ui.screens.history import NodeHistoryScreen
+
+        self.app.push_screen(NodeHistoryScreen(self.port, event.node))
 
     @on(NodeRequested)
     def _node_requested(self, event: NodeRequested) -> None:

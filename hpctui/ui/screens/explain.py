@@ -24,6 +24,7 @@ from textual.widgets import Label, Static
 from hpctui.core.ports import SeriesReader
 from hpctui.findings.health import Finding, Thresholds
 from hpctui.model import ClusterSnapshot, Event, Gpu, IbPort, Mount, Severity
+from hpctui.model.fabric import Fabric
 from hpctui.ui.screens.scrolling import SCROLL_BINDINGS, scroll_body
 from hpctui.ui.widgets.events import SEVERITY_WORD, coalesce, event_message, event_nodes
 from hpctui.ui.widgets.problems import ago, object_key, object_node
@@ -96,13 +97,21 @@ def _yes(value: bool | None) -> str:
     return "N/A" if value is None else ("yes" if value else "no")
 
 
-def port_evidence(port: IbPort) -> list[str]:
-    """The port's state, rate and the link-error counters with their increase since the last read."""
+def port_evidence(port: IbPort, fabric: Fabric | None = None) -> list[str]:
+    """The port's state, rate, where it is cabled (when the fabric is known) and the link-error counters
+    with their increase since the last read."""
     lines = [f"{port.device} port {port.port} · state {port.state or 'N/A'} / {port.phys_state or 'N/A'} · "
              f"{port.link_layer or 'link layer N/A'}",
              f"rate {port.rate_text or _n(port.rate_gbps, ' Gb/s')} (expected {_n(port.max_rate_gbps, ' Gb/s')})",
              f"went down {port.flaps}× since the probe started" + (
                  f" (last at {_clock(port.last_down)})" if port.last_down is not None else "")]
+    if fabric is not None:
+        far = fabric.remote(port.node, port.device, port.port)
+        leaf = fabric.leaf_of.get(port.node)
+        if far is not None:
+            lines.append(f"cabled to switch {far.switch}" + (f" port {far.port}" if far.port is not None else ""))
+        elif leaf is not None:
+            lines.append(f"node's leaf switch {leaf} ({len(fabric.peers(port.node))} nodes on it)")
     names = ("link_downed", "symbol_error", "link_error_recovery", "port_rcv_errors",
              "port_rcv_remote_physical_errors", "local_link_integrity_errors", "port_xmit_discards")
     counters = [f"{k} {port.counters[k]}" + (f" (+{port.deltas[k]})" if port.deltas.get(k) else "")
@@ -151,7 +160,7 @@ def evidence(snapshot: ClusterSnapshot, finding: Finding, t: Thresholds) -> list
         device, _, port = rest.partition("/")[2].partition(":")
         found = next((p for p in snapshot.ib.get(node, ()) if p.device == device and str(p.port) == port), None)
         if found is not None:
-            return port_evidence(found)
+            return port_evidence(found, snapshot.fabric)
     if kind == "mount":
         target = rest.partition(":")[2]
         m = next((x for x in snapshot.mounts.get(node, ()) if x.target == target), None)
@@ -174,7 +183,26 @@ def evidence(snapshot: ClusterSnapshot, finding: Finding, t: Thresholds) -> list
         if sw is not None:
             return [f"{sw.name} ({sw.pci_bus_id})", *(f"SXid {e.sxid} at {_clock(e.time)}: {e.message}"
                                                       for e in sw.sxid_events[-6:])]
+    if kind == "switch" and snapshot.fabric is not None:
+        return switch_evidence(snapshot, rest)
     return node_evidence(snapshot, node)
+
+
+def switch_evidence(snapshot: ClusterSnapshot, name: str) -> list[str]:
+    """A leaf switch: where its topology came from, its nodes, and the ports on them that are down or flapped."""
+    fabric = snapshot.fabric
+    sw = fabric.switches.get(name) if fabric is not None else None
+    if fabric is None or sw is None:
+        return [f"switch {name}: not in the topology"]
+    lines = [f"switch {name} (level {sw.level}, from {fabric.source}): {len(sw.nodes)} nodes"
+             + (f", uplinks to {', '.join(sw.switches[:4])}" if sw.switches else "")]
+    for node in sw.nodes[:16]:
+        for port in snapshot.ib.get(node, ()):
+            if port.flaps or not port.is_up or port.degraded_rate:
+                when = f", last down {_clock(port.last_down)[11:19]}" if port.last_down is not None else ""
+                lines.append(f"{node} {port.device} port {port.port}: {port.state or 'N/A'}, "
+                             f"{port.flaps}× down{when}")
+    return lines
 
 
 def related_events(events: Sequence[Event], finding: Finding) -> list[str]:

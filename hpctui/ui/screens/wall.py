@@ -63,20 +63,22 @@ class WallCounts:
     nodes_drained: int
     gpus_error: int
     jobs_pending: int
+    gpus_idle: int = 0
 
 
 COUNT_LABELS = (("nodes_down", "NODES DOWN"), ("nodes_drained", "DRAINED"), ("gpus_error", "GPUs IN ERROR"),
-                ("jobs_pending", "JOBS PENDING"))
+                ("jobs_pending", "JOBS PENDING"), ("gpus_idle", "IDLE GPUs NOW"))
 
 
-def wall_counts(snapshot: ClusterSnapshot, findings: FindingsIndex) -> WallCounts:
+def wall_counts(snapshot: ClusterSnapshot, findings: FindingsIndex, gpus_idle: int = 0) -> WallCounts:
     """What the big digits say, from the snapshot and its shared findings.
 
     - nodes down: Slurm base state DOWN (NOT_RESPONDING included); a node Kubernetes alone knows
       counts when its Ready condition is not "True";
     - drained: the Slurm DRAIN flag (DRAINED and DRAINING); a Kubernetes-only node when cordoned;
     - GPUs in error: GPUs (``gpu/<node>/<i>``) with a finding of error or worse, or lost;
-    - jobs pending: Slurm jobs in state PENDING.
+    - jobs pending: Slurm jobs in state PENDING;
+    - idle GPUs now: allocated GPUs idle past ``[idle] after_s`` (the frame's idle report, ``gpus_idle``).
     """
     down = drained = 0
     for node in snapshot.nodes.values():
@@ -89,7 +91,8 @@ def wall_counts(snapshot: ClusterSnapshot, findings: FindingsIndex) -> WallCount
     bad_gpus = {f.object for f in findings if f.severity >= Severity.ERROR and f.object.startswith("gpu/")}
     bad_gpus |= {f"gpu/{g.node}/{g.index}" for gpus in snapshot.gpus.values() for g in gpus if g.lost}
     pending = sum(1 for j in snapshot.jobs if j.state.upper() == "PENDING")
-    return WallCounts(nodes_down=down, nodes_drained=drained, gpus_error=len(bad_gpus), jobs_pending=pending)
+    return WallCounts(nodes_down=down, nodes_drained=drained, gpus_error=len(bad_gpus), jobs_pending=pending,
+                      gpus_idle=gpus_idle)
 
 
 def worst_node(findings: FindingsIndex) -> str | None:
@@ -131,11 +134,15 @@ def wall_heat_layout(nodes: int, width: int, height: int, problem_nodes: int, le
     ``WALL_PROBLEM_LINES``), whichever is less, while the heatmap keeps a third of the height at
     least; the heatmap takes the biggest cells that fit what is left (:func:`fit_cells`)."""
     inner_w = max(1, width - 2 - 2)  # borders, the heatmap's scrollbar gutter
-    problems = min(max(WALL_PROBLEM_LINES, problem_nodes + 3), max(WALL_PROBLEM_LINES, height // 2))
-    budget = max(height // 3, height - problems - worst_lines - legend_lines - 2)  # a small wall: a third at least
-    cw, ch = fit_cells(nodes, lambda cols: -(-nodes // cols), inner_w, budget, min_width=WALL_CELL_WIDTH,
-                       max_width=WALL_MAX_CELL[0], max_height=WALL_MAX_CELL[1])
-    rows = -(-nodes // max(1, inner_w // cw)) if nodes else 1
+    full = min(max(WALL_PROBLEM_LINES, problem_nodes + 3), max(WALL_PROBLEM_LINES, height // 2))
+    # every problem row if the nodes still fit; else the list gives back lines ("+N more") until they do
+    for problems in dict.fromkeys((full, WALL_PROBLEM_LINES)):
+        budget = max(height // 3, height - problems - worst_lines - legend_lines - 2)  # a small wall: a third at least
+        cw, ch = fit_cells(nodes, lambda cols: -(-nodes // cols), inner_w, budget, min_width=WALL_CELL_WIDTH,
+                           max_width=WALL_MAX_CELL[0], max_height=WALL_MAX_CELL[1])
+        rows = -(-nodes // max(1, inner_w // cw)) if nodes else 1
+        if rows * ch <= budget:
+            break
     return min(budget, rows * ch) + legend_lines + 2, cw, ch, rows * ch <= budget
 
 
@@ -376,7 +383,7 @@ class WallScreen(Screen[None]):
         self.frame = frame
         snapshot = self.snapshot = frame.snapshot
         findings = frame.findings
-        self.counts = counts = wall_counts(snapshot, findings)
+        self.counts = counts = wall_counts(snapshot, findings, frame.idle.gpus_now)
         for name, widget in self.count_widgets.items():
             widget.show(getattr(counts, name))
         self.worst = worst_node(findings)
@@ -415,6 +422,8 @@ class WallScreen(Screen[None]):
         if not view_w or not height:
             return
         problem_nodes = sum(1 for n in findings.by_node if findings.severity(n) >= Severity.WARNING)
+        problem_nodes += sum(1 for f in findings.leading if f.severity >= Severity.WARNING)  # suspect switches
+        problem_nodes += any(f.severity >= Severity.WARNING for f in findings.cluster)  # slurmctld's group
         worst = self.query_one("#wall-worst", Static)
         key = (view_w, height, len(self.heatmap.names), problem_nodes, self._worst_shown)
         if key == self._heat_fit:

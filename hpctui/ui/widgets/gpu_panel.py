@@ -7,7 +7,7 @@ it without rebuilding, and "not available" always reads N/A, never 0.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from textual.app import ComposeResult
@@ -21,6 +21,7 @@ from hpctui.findings.correlate import workload_index
 from hpctui.findings.health import Thresholds
 from hpctui.findings.index import FindingsIndex, findings_for
 from hpctui.model import ClusterSnapshot, Gpu, Node
+from hpctui.model.checks import CheckResult, CheckStatus, CriticalMark
 from hpctui.model.gpu import XID_MEANING
 from hpctui.ui.fmt import NA_TEXT, SEVERITY_LABEL, SEVERITY_STYLE, age, num, pair, utc, yes_no
 from hpctui.ui.widgets.borders import set_border_text
@@ -29,6 +30,10 @@ from hpctui.ui.widgets.spark import MiniSpark
 
 Piece = tuple[str, str] | str
 HistoryGetter = Callable[[str], list[tuple[float, float]]]
+CheckView = tuple[Sequence[CheckResult], Sequence[CriticalMark]]  # UiPort.check_view of one node
+CHECK_STYLE = {CheckStatus.PASSED: "$success", CheckStatus.WARNING: "$warning", CheckStatus.FAILED: "$error bold",
+               CheckStatus.ERROR: "$warning"}
+MAX_CHECK_LINES = 6
 
 _GPU_COLUMNS = (("GPU", 3), ("MODEL", 10), ("UTIL", 5), ("MEM GiB", 11), ("TEMP/HBM", 9),
                 ("POWER W", 9), ("ECC c/u", 8), ("REMAP", 5), ("PCIe g/w", 11), ("MIG", 3))
@@ -209,12 +214,35 @@ def alert_lines(snapshot: ClusterSnapshot, name: str) -> list[Content]:
     return out
 
 
+def check_lines(view: CheckView | None, now: float) -> list[Content]:
+    """The node's newest result per health check ("diag r2 passed  3 h ago") and, when the resume gate
+    holds the node, for which finding and what would clear it."""
+    if view is None or not (view[0] or view[1]):
+        return []
+    results, held = view
+    out = [Content.assemble(("Health checks", "bold underline"))]
+    for r in list(results)[:MAX_CHECK_LINES]:
+        when = age(max(0.0, now - r.time))
+        out.append(Content.assemble((f" {r.status.value:<7} ", CHECK_STYLE[r.status]), r.summary, (f"  {when} ago", "dim")))
+    by_domain: dict[str, list[CriticalMark]] = {}
+    for m in held:
+        by_domain.setdefault(m.domain.value, []).append(m)
+    for domain, marks in by_domain.items():
+        first = min(marks, key=lambda m: m.first_seen)
+        what = first.message if len(marks) == 1 else f"{len(marks)} critical findings"
+        out.append(Content.assemble((" gate    ", "$error bold"), f"resume needs a passing {domain} check",
+                                    (f"  {what}, since {age(max(0.0, now - first.first_seen))}", "dim")))
+    return out
+
+
 def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, width: int | None = None,
-                gpus_first: bool = False, findings: FindingsIndex | None = None) -> Content:
+                gpus_first: bool = False, findings: FindingsIndex | None = None,
+                checks: CheckView | None = None) -> Content:
     """Everything the panel shows for one node, as one Content. ``width``: GPU columns that do
     not fit are left out; ``gpus_first``: the GPU table right under the node's state (a short
     panel shows every GPU before the workload and findings). ``findings``: the snapshot's (the
-    frame's); without them (a caller with a bare snapshot) the rules run here."""
+    frame's); without them (a caller with a bare snapshot) the rules run here. ``checks``: the node's
+    health-check view (results, what the resume gate holds it for)."""
     from hpctui.ui.widgets.probe_detail import probe_gpu_lines, service_lines  # (keeps the import block as it was)
 
     if name is None:
@@ -231,6 +259,7 @@ def node_detail(snapshot: ClusterSnapshot, name: str | None, t: Thresholds, *, w
                                           f.message))
         if len(node_findings) > 12:
             lines.append(Content(f"  … {len(node_findings) - 12} more"))
+    lines.extend(check_lines(checks, snapshot.time))
     lines.extend(alert_lines(snapshot, name))
     lines.extend(workload_lines(snapshot, name))
     gpus = snapshot.gpus.get(name)
@@ -367,6 +396,7 @@ class GpuPanel(VerticalScroll):
         self._last: tuple[Frame, str | None, Thresholds, HistoryGetter | None] | None = None
         self._temp_limits: tuple[float, float] | None = None  # (warn, crit) the temperature spark is drawn for
         self._spark_labels: dict[str, str] = {}
+        self.checks_for: Callable[[str], CheckView] | None = None  # set by the screen: UiPort.check_view
 
     def compose(self) -> ComposeResult:
         yield LineStack("Waiting for data…", id="gpu-body")
@@ -375,6 +405,12 @@ class GpuPanel(VerticalScroll):
             yield MiniSpark(id="spark-util", low=0.0, high=100.0, colour=util_bar)
             yield Label("temp", id="spark-temp-label", classes="spark-label")
             yield MiniSpark(id="spark-temp", low=TEMP_SCALE_LOW_C, high=TEMP_SCALE_LOW_C + 80.0)
+
+    def watch_has_focus(self, _has_focus: bool) -> None:
+        """Restyle the panel alone when it gains or loses focus, not its ~30 line widgets (Textual
+        restyles the whole subtree: ~3 ms a ``tab`` at any size). No rule styles them by the
+        panel's focus; the focused-pane border is the panel's own (borders.move_focus_frame)."""
+        self.app.stylesheet.update_nodes([self], animate=True)
 
     def show(self, frame: Frame, node: str | None, thresholds: Thresholds,
              history: HistoryGetter | None = None) -> None:
@@ -386,8 +422,9 @@ class GpuPanel(VerticalScroll):
             self._title = title
             set_border_text(self, Content(title))
         width = self.size.width - 3 if self.size.width else None  # border and scrollbar
+        checks = self.checks_for(node) if self.checks_for is not None and node else None
         body = node_detail(frame.snapshot, node, thresholds, width=width, gpus_first=self.gpus_first,
-                           findings=frame.findings)
+                           findings=frame.findings, checks=checks)
         drawn = self._body
         if drawn is None or body.plain != drawn.plain or body.spans != drawn.spans:
             self._body = body

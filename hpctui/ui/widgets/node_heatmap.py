@@ -54,11 +54,13 @@ from hpctui.ui.keys import (
     MIG_KEYS,
     NODE_ACTION_KEYS,
     NODE_JOB_ACTION_KEYS,
+    NODE_LOG_KEYS,
+    NODE_SHELL_KEYS,
     bindings,
     move_bindings,
 )
 from hpctui.ui.labels import unique_labels
-from hpctui.ui.messages import ActionRequested, MigWizardRequested
+from hpctui.ui.messages import ActionRequested, LogsRequested, MigWizardRequested, ShellRequested
 from hpctui.ui.palette import Palette
 from hpctui.ui.workers import LatestOnly
 
@@ -99,7 +101,8 @@ def fit_cells(nodes: int, rows_needed: Callable[[int], int], width: int, height:
 class NodeHeatmap(ScrollView, can_focus=True):
     """Cells coloured by the chosen metric; a cursor cell selects the node shown elsewhere."""
 
-    BINDINGS = _NAV + bindings(HEATMAP_KEYS, HEATMAP_VIEW_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, MIG_KEYS)
+    BINDINGS = _NAV + bindings(HEATMAP_KEYS, HEATMAP_VIEW_KEYS, NODE_ACTION_KEYS, NODE_JOB_ACTION_KEYS, MIG_KEYS,
+                               NODE_SHELL_KEYS, NODE_LOG_KEYS)
     # A stable gutter keeps the column count from flipping when the scrollbar appears.
     DEFAULT_CSS = """
     NodeHeatmap { scrollbar-gutter: stable; }
@@ -125,6 +128,13 @@ class NodeHeatmap(ScrollView, can_focus=True):
             super().__init__()
             self.node = node
 
+    class HistoryRequested(Message):
+        """``H``: the selected node's history (hpctui.ui.screens.history)."""
+
+        def __init__(self, node: str | None) -> None:
+            super().__init__()
+            self.node = node
+
     # Widget state as Textual reactives, as DataTable keeps its cursor: an assignment is
     # validated (validate_cursor clamps it to the nodes) and its watcher redraws and tells.
     cursor: var[int] = var(0, init=False)  # index into ``names`` of the selected cell
@@ -145,6 +155,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self.palette_name: str = settings.palette
         # problems first: always, never, or (None in the settings) while not every node fits, so
         # the problem nodes are on screen at any size without scrolling
+        # Called with the new cursor node as the cursor moves, before Highlighted is posted (set by the
+        # screen): what follows the cursor is then drawn in the same screen update as its cells.
+        self.cursor_listener: Callable[[str | None], None] | None = None
         self.auto_problems_first = settings.problems_first is None
         self.problems_first = bool(settings.problems_first)
         self.rack_of = settings.rack_of()
@@ -575,6 +588,11 @@ class NodeHeatmap(ScrollView, can_focus=True):
         self._invalidate_index(old)
         self._invalidate_index(index)
         self._scroll_cursor_visible()
+        if self.cursor_listener is not None:
+            # At once, in this key's handling: through the message alone, the cells went to the
+            # screen first and the node panel a frame later (Textual's frame timer then waits
+            # 17-33 ms): ~30 ms of every arrow key's latency.
+            self.cursor_listener(self.cursor_node)
         self.post_message(self.Highlighted(self.cursor_node))
 
     def _scroll_cursor_visible(self) -> None:
@@ -662,6 +680,9 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def action_open_charts(self) -> None:
         self.post_message(self.ChartsRequested(self.cursor_node))
 
+    def action_open_history(self) -> None:
+        self.post_message(self.HistoryRequested(self.cursor_node))
+
     def action_cycle_metric(self) -> None:
         i = METRIC_ORDER.index(self.metric)
         self.set_metric(METRIC_ORDER[(i + 1) % len(METRIC_ORDER)])
@@ -689,6 +710,18 @@ class NodeHeatmap(ScrollView, can_focus=True):
     def action_mig_wizard(self) -> None:
         """The MIG wizard on the marked nodes (or the cursor node)."""
         self.post_message(MigWizardRequested(tuple(self.targets())))
+
+    def action_open_shell(self) -> None:
+        """``s``: a shell on the cursor node (one node, never the marks)."""
+        node = self.cursor_node
+        if node:
+            self.post_message(ShellRequested(ActionKind.SHELL_NODE, node))
+
+    def action_node_logs(self) -> None:
+        """The kernel/journal log of the marked nodes (or the cursor node) in the log viewer."""
+        targets = tuple(self.targets())
+        if targets:
+            self.post_message(LogsRequested("node", nodes=targets))
 
     def action_request_action(self, kind: str) -> None:
         targets = self.targets()

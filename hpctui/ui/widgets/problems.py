@@ -22,6 +22,8 @@ from hpctui.core.frame import Frame
 from hpctui.core.ports import UiPort
 from hpctui.findings.health import Finding, Thresholds
 from hpctui.findings.index import FindingsIndex
+from hpctui.findings.scheduler import CONTROLLER_KEY
+from hpctui.findings.storage import CEPH_PREFIX, STORAGE_PREFIXES
 from hpctui.model import ClusterSnapshot, Part, Severity
 from hpctui.ui.messages import NodeRequested
 from hpctui.ui.widgets.panes import TablePane
@@ -30,13 +32,26 @@ from hpctui.ui.widgets.vtable import Column, VirtualTable
 from hpctui.ui.workers import LatestOnly
 
 PROBLEM_MIN = Severity.WARNING
+SWITCH_PREFIX = "switch/"  # the object of a suspect-leaf-switch finding (hpctui.findings.fabric)
 THREAD_ABOVE = 2048  # nodes: bigger clusters group their findings in a worker thread
 SEVERITY_WORD = {Severity.WARNING: "warn", Severity.ERROR: "error", Severity.CRITICAL: "CRIT"}
 
 
 def object_node(obj: str) -> str:
-    """``gpu/gpu01/3`` → ``gpu01``; ``mount/gpu01:/lustre`` → ``gpu01``; ``node/gpu01`` → ``gpu01``."""
+    """``gpu/gpu01/3`` → ``gpu01``; ``mount/gpu01:/lustre`` → ``gpu01``; ``node/gpu01`` → ``gpu01``;
+    ``slurmctld/…`` (a controller finding) → ``slurmctld``; ``quota/alice//lustre`` → ``user/alice``;
+    ``ceph/prod/OSD_DOWN`` → ``ceph/prod`` (a storage group: hpctui.findings.storage)."""
+    if obj.startswith(CONTROLLER_KEY + "/"):
+        return CONTROLLER_KEY
+    if obj.startswith(STORAGE_PREFIXES):
+        return "/".join(obj.split("/", 2)[:2])
+    if obj.startswith(SWITCH_PREFIX):  # a suspect leaf switch: its own group, named by its object
+        return obj
     parts = obj.split("/", 2)
+    if parts[0] == "quota" and len(parts) > 1:  # quota/<user>/<fs>: the user's group (hpctui.findings.pfs)
+        return "user/" + parts[1]
+    if parts[0] == "storage":  # storage/<class>: the storage class's group (hpctui.findings.volumes)
+        return obj
     return parts[1].split(":", 1)[0] if len(parts) > 1 else obj
 
 
@@ -60,9 +75,26 @@ def finding_part(finding: Finding) -> Part:
         return Part.GPUS
     if kind == "ib":
         return Part.IB
-    if kind == "mount":
+    if kind in ("mount", "fs"):
         return Part.MOUNTS
+    if kind == "quota":
+        return Part.QUOTAS
+    if kind == "storage":
+        return Part.VOLUMES
+    if kind == "switch":
+        return Part.FABRIC
+    if finding.object.startswith(STORAGE_PREFIXES):
+        return Part.CEPH if finding.object.startswith(CEPH_PREFIX) else Part.OBJECT_STORES
     return Part.SLURM_NODES if finding.code.startswith("slurm") else Part.K8S_NODES
+
+
+def _source_of(finding: Finding, sources: dict[str, str]) -> str:
+    """The sources of the part a finding was read from; a storage source that never read anything (its stale
+    marker) is named by its group (``ceph/<source>/…``)."""
+    named = sources.get(finding_part(finding).value)
+    if named:
+        return named
+    return finding.object.split("/")[1] if finding.object.startswith(STORAGE_PREFIXES) else "?"
 
 
 def problem_groups(index: FindingsIndex) -> list[tuple[str, tuple[Finding, ...]]]:
@@ -73,7 +105,13 @@ def problem_groups(index: FindingsIndex) -> list[tuple[str, tuple[Finding, ...]]
         bad = tuple(f for f in findings if f.severity >= PROBLEM_MIN)
         if bad:
             groups.append((node, bad))
-    groups.sort(key=lambda g: (-max(f.severity for f in g[1]), -len(g[1])))
+    for f in index.leading:  # a suspect leaf switch (hpctui.findings.fabric): a group of its own, first
+        if f.severity >= PROBLEM_MIN:
+            groups.append((f.object, (f,)))
+    groups.sort(key=lambda g: (-max(f.severity for f in g[1]), not g[0].startswith(SWITCH_PREFIX), -len(g[1])))
+    cluster = tuple(f for f in index.cluster if f.severity >= PROBLEM_MIN)
+    if cluster:  # slurmctld's findings (no node): one group of their own, last
+        groups.append((CONTROLLER_KEY, cluster))
     return groups
 
 
@@ -208,7 +246,7 @@ def ago(seconds: float) -> str:
 def _columns(now: list[float]) -> list[Column[ProblemRow]]:
     """``now`` is a one-element box the pane updates, so ages follow the clock."""
     return [
-        Column("number", "#", 2, lambda r: str(r.number) if r.first and r.number < 10 else "", lambda r: r.number,
+        Column("number", "#", 2, lambda r: str(r.number) if r.first and 0 < r.number < 10 else "", lambda r: r.number,
                align="right"),
         Column("severity", "SEV", 5, lambda r: SEVERITY_WORD.get(r.severity, ""), lambda r: -r.severity,
                style=lambda r: SEVERITY_VAR[r.severity]),
@@ -326,15 +364,25 @@ class ProblemsPane(TablePane):
             row = (recovered_finding(old, memory.bad_count.get(key, 1), last, snapshot.time), last, "")
             by_node.setdefault(object_node(old.object), []).append(row)
         order = memory.order(by_node)
+        # suspect switches lead; groups that are not a node (a file system, a user over quota, a storage class)
+        # follow the nodes, and slurmctld's findings come last; none of them is numbered or a stop of the n/N walk
+        switches = [n for n in order if n.startswith(SWITCH_PREFIX)]
+        in_nodes, in_gpus = snapshot.nodes, snapshot.gpus
+        nodes = [n for n in order if (n in in_nodes or n in in_gpus) and not n.startswith(SWITCH_PREFIX)]
+        placed = set(switches) | set(nodes)
+        others = [n for n in order if n not in placed and n != CONTROLLER_KEY]
+        order = switches + nodes + others + [n for n in order if n == CONTROLLER_KEY]
+        numbers = {n: i for i, n in enumerate(nodes, 1)}  # digits pick nodes
         sources = {part: ", ".join(names) for part, names in snapshot.part_sources.items()}
         rows: list[ProblemRow] = []
-        for number, node in enumerate(order, 1):
+        for node in order:
+            number = numbers.get(node, 0)
             for i, (f, since, note) in enumerate(by_node[node]):
                 if note:
                     f = Finding(severity=f.severity, object=f.object, code=f.code, message=f.message + note)
                 rows.append(ProblemRow(number=number, first=i == 0, node=node, gpu=object_gpu(f.object), finding=f,
-                                       since=since, source=sources.get(finding_part(f).value, "?")))
-        self.nodes = order
+                                       since=since, source=_source_of(f, sources)))
+        self.nodes = nodes
         self.problems.now[0] = snapshot.time
         self.problems.redraw()  # ages moved even where the rows did not
         self.set_rows(rows)

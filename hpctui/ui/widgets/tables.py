@@ -15,10 +15,18 @@ import msgspec
 from hpctui.findings.health import Finding, ib_findings, mount_findings
 from hpctui.model import IbPort, Mount, Pod, Severity, SlurmJob
 from hpctui.model.action import ActionKind
+from hpctui.model.fabric import Fabric
 from hpctui.model.ib import LINK_ERROR_COUNTERS
 from hpctui.ui.fmt import ib_rate, job_elapsed, job_time_left, job_time_left_text, job_time_text
-from hpctui.ui.keys import JOB_ACTION_KEYS, POD_KEYS, QUEUE_KEYS, bindings
-from hpctui.ui.messages import ActionRequested, JobDetailRequested, NodeRequested, PodDetailRequested
+from hpctui.ui.keys import JOB_ACTION_KEYS, JOB_LOG_KEYS, JOB_SHELL_KEYS, POD_KEYS, POD_SHELL_KEYS, QUEUE_KEYS, bindings
+from hpctui.ui.messages import (
+    ActionRequested,
+    JobDetailRequested,
+    LogsRequested,
+    NodeRequested,
+    PodDetailRequested,
+    ShellRequested,
+)
 from hpctui.ui.widgets.vtable import Column, VirtualTable, hostlist_set, na_last
 
 T = TypeVar("T")
@@ -130,6 +138,7 @@ class LinkRow(msgspec.Struct, frozen=True, gc=False):
     port: IbPort
     severity: Severity
     problem: str
+    remote: str = ""  # the switch and port it is cabled to ("ibleaf03:17"), when the fabric is known
 
 
 class MountRow(msgspec.Struct, frozen=True, gc=False):
@@ -144,10 +153,43 @@ def _worst(findings: Sequence[Finding]) -> tuple[Severity, str]:
     return max((f.severity for f in findings), default=Severity.OK), "; ".join(f.message for f in findings)
 
 
-def link_row(port: IbPort, findings: Sequence[Finding] | None = None) -> LinkRow:
-    """One IB row; ``findings`` (the port's, from the shared FindingsIndex) or the rules run here."""
+def link_row(port: IbPort, findings: Sequence[Finding] | None = None, fabric: Fabric | None = None) -> LinkRow:
+    """One IB row; ``findings`` (the port's, from the shared FindingsIndex) or the rules run here; the far
+    end of its cable from ``fabric`` (ibnetdiscover / iblinkinfo links, else the node's leaf switch)."""
     severity, problem = _worst(ib_findings(port) if findings is None else findings)
-    return LinkRow(port, severity, problem)
+    return LinkRow(port, severity, problem, remote_text(port, fabric))
+
+
+def link_row_maker() -> Callable[[IbPort, Sequence[Finding], Fabric | None], LinkRow]:
+    """:func:`link_row` for the IB pane's every-node rows, rebuilt for every port whose counters moved
+    (~4k ports a poll at 4k nodes): the far end's text is looked up once per port of one fabric, not on
+    every rebuild. Safe from several threads (a cancelled worker may still run): each call reads the
+    memo of its own fabric."""
+    state: list[tuple[Fabric | None, dict[tuple[str, str, int], str]]] = [(None, {})]
+
+    def make(port: IbPort, findings: Sequence[Finding], fabric: Fabric | None) -> LinkRow:
+        current = state[0]
+        if current[0] is not fabric:
+            current = state[0] = (fabric, {})
+        memo = current[1]
+        key = (port.node, port.device, port.port)
+        remote = memo.get(key)
+        if remote is None:
+            remote = memo[key] = remote_text(port, fabric)
+        severity, problem = _worst(findings)
+        return LinkRow(port, severity, problem, remote)
+
+    return make
+
+
+def remote_text(port: IbPort, fabric: Fabric | None) -> str:
+    """``ibleaf03:17`` where the port is cabled; ``ibleaf03`` (its leaf, port unknown) from Slurm's topology."""
+    if fabric is None:
+        return ""
+    far = fabric.remote(port.node, port.device, port.port)
+    if far is not None:
+        return far.switch if far.port is None else f"{far.switch}:{far.port}"
+    return fabric.leaf_of.get(port.node, "")
 
 
 def mount_row(mount: Mount, findings: Sequence[Finding] | None = None) -> MountRow:
@@ -176,6 +218,7 @@ LINK_COLUMNS: list[Column[LinkRow]] = [
     Column("phys", "PHYS", 9, lambda r: _s(r.port.phys_state), lambda r: _s(r.port.phys_state)),
     Column("rate", "RATE", 8, lambda r: _rate(r.port), lambda r: na_last(r.port.rate_gbps),
            style=lambda r: "warning" if r.port.degraded_rate else None),
+    Column("remote", "SWITCH", 12, lambda r: r.remote, lambda r: r.remote, elide="middle"),
     Column("errors", "ERR Δ", 22, lambda r: _error_deltas(r.port), lambda r: -sum(r.port.deltas.values())),
     Column("problem", "PROBLEM", 40, lambda r: r.problem, lambda r: r.problem),
 ]
@@ -217,7 +260,7 @@ class ActingTable(VirtualTable[T]):
 class QueueTable(ActingTable[SlurmJob]):
     """The Slurm queue: marks jobs and turns action keys into ActionRequested."""
 
-    BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS)
+    BINDINGS = bindings(QUEUE_KEYS, JOB_ACTION_KEYS, JOB_SHELL_KEYS, JOB_LOG_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, clock: Callable[[], float] = time.time,
                  id: str | None = None) -> None:
@@ -230,10 +273,22 @@ class QueueTable(ActingTable[SlurmJob]):
         """TIME/TIME_LEFT are measured on ``clock``."""
         return self.clock()
 
+    def action_open_shell(self) -> None:
+        """``s``: a shell in the cursor job's allocation."""
+        job = self.cursor_row
+        if job is not None:
+            self.post_message(ShellRequested(ActionKind.SHELL_JOB, job.display_id))
+
     def action_show_detail(self) -> None:
         job = self.cursor_row
         if job is not None:
             self.post_message(JobDetailRequested(job))
+
+    def action_job_logs(self) -> None:
+        """The cursor job's output files in the log viewer."""
+        job = self.cursor_row
+        if job is not None:
+            self.post_message(LogsRequested("job", job=job))
 
 
 def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
@@ -248,12 +303,18 @@ def pod_trouble_first(pods: Sequence[Pod]) -> list[Pod]:
 class PodTable(ActingTable[Pod]):
     """K8s pods: enter describes, L shows logs (l moves, as in every pane), ctrl+d deletes."""
 
-    BINDINGS = bindings(POD_KEYS)
+    BINDINGS = bindings(POD_KEYS, POD_SHELL_KEYS)
 
     def __init__(self, *, actions_enabled: bool = True, id: str | None = None) -> None:
         super().__init__(POD_COLUMNS, row_key=lambda p: f"{p.namespace}/{p.name}", search_text=pod_search,
                          row_nodes=lambda p: (p.node,) if p.node else (), id=id)
         self.actions_enabled = actions_enabled
+
+    def action_open_shell(self) -> None:
+        """``s``: a shell in the cursor pod (a picker asks which container when it has several)."""
+        pod = self.cursor_row
+        if pod is not None:
+            self.post_message(ShellRequested(ActionKind.SHELL_POD, f"{pod.namespace}/{pod.name}", pod.containers))
 
     def action_pod_detail(self, what: str) -> None:
         pod = self.cursor_row
@@ -261,6 +322,12 @@ class PodTable(ActingTable[Pod]):
             if pod.node:  # the pod's node follows it everywhere, as enter on IB/mount rows does
                 self.post_message(NodeRequested(pod.node))
             self.post_message(PodDetailRequested(pod, what))
+
+    def action_pod_logs(self) -> None:
+        """The cursor pod's log in the log viewer (follow, container, previous)."""
+        pod = self.cursor_row
+        if pod is not None:
+            self.post_message(LogsRequested("pod", pod=pod))
 
 
 def pod_table(id: str | None = None, *, actions_enabled: bool = True) -> PodTable:

@@ -32,6 +32,9 @@ HERE = Path(__file__).resolve().parent
 BIN = HERE / "bin"
 SAMPLES = HERE.parents[1] / "fixtures" / "probes"
 MIG_SAMPLES = HERE.parents[1] / "fixtures" / "mig"
+IB_SAMPLES = HERE.parents[1] / "fixtures" / "ib"  # ibnetdiscover / iblinkinfo (real recordings)
+CHECK_SAMPLES = HERE.parents[1] / "fixtures" / "checks"  # dcgmi -j, all_reduce_perf, nhc (real recordings)
+PFS_SAMPLES = HERE.parents[1] / "fixtures"  # lustre/ and beegfs/ (real recordings)
 
 FAULTS = frozenset({
     "hang-nvidia-smi",  # nvidia-smi never answers (sleeps): every GPU probe is late
@@ -46,6 +49,10 @@ FAULTS = frozenset({
     "mount-stale",  # stat -f on /mnt/nfs/test-dupe fails: Stale file handle
     "mount-ro",  # /lustre/scratch is mounted read-only
     "lfs-inactive",  # lfs check servers reports an inactive OST
+    "ost-full",  # lfs df shows scratch-OST0006 at 97 %
+    "ost-inactive",  # lfs df shows scratch-OST0001 as "inactive device"
+    "ost-evicted",  # lctl: this client's import of scratch-OST0003 is EVICTED (lfs df still lists it)
+    "beegfs-offline",  # beegfs-ctl --listtargets: storage targets 3011/3012 Offline (the real recording)
     "svc-failed",  # nvidia-fabricmanager failed, with journal lines
     "pcie-downshift",  # GPU 2 runs at PCIe gen 3 x8 under load (max gen 5 x16)
     "nvlink-down",  # GPU 1 link 3 is <inactive>, link 0 has CRC errors
@@ -342,6 +349,11 @@ def build_node(root: Path, node: str, spec: NodeSpec) -> Path:
     lfs += "scratch-OST0001-osc-ffff8a0c inactive.\n" if "lfs-inactive" in spec.faults else \
         "scratch-OST0001-osc-ffff8a0c active.\n"
     _write(d / "lfs.txt", lfs)
+    _write(d / "lfs-df.txt", lfs_df(spec))
+    _write(d / "lctl-imports.txt", lctl_imports(spec))
+    bee = (PFS_SAMPLES / "beegfs" / "beegfs-ctl_listtargets_storage_state_offline.txt").read_text()
+    _write(d / "beegfs-targets.txt", bee if "beegfs-offline" in spec.faults else bee.replace("Offline", " Online"))
+    _quota_files(d)
     faults = d / "faults"
     faults.mkdir()
     for name in spec.faults:
@@ -353,6 +365,51 @@ def build_node(root: Path, node: str, spec: NodeSpec) -> Path:
     return d
 
 
+def _quota_files(d: Path) -> None:
+    """``lfs quota -u`` and ``beegfs-ctl --getquota`` answers for any user: the real recordings (NIG's
+    /lustre7, Mila's BeeGFS scratch) with @USER@/@MNT@ for the shims to fill in; :func:`set_quota_over`
+    puts one user over."""
+    lfs = (PFS_SAMPLES / "lustre" / "lfs-quota_u_lustre7_kbytes.txt").read_text()
+    _write(d / "quota" / "lfs-_default", lfs.replace("your_account", "@USER@").replace("/lustre7", "@MNT@"))
+    bee = (PFS_SAMPLES / "beegfs" / "beegfs-ctl_getquota_mila-scratch.txt").read_text()
+    _write(d / "quota" / "beegfs-_default", bee.replace("normandf", "@USER@"))
+
+
+def set_quota_over(root: Path, node: str, user: str) -> None:
+    """``user`` over their hard limit on every Lustre mount of ``node``: the /lustre7 recording with the used
+    value past the limit and lfs's ``*`` flag after it (SYNTHETIC flag: no real sample with ``*`` was found;
+    lfs.c's format, FACTS §13)."""
+    d = Path(root) / "nodes" / node / "quota"
+    text = (d / "lfs-_default").read_text().replace(" 982177580 ", " 1000000004* ")
+    (d / f"lfs-{user}").write_text(text)
+
+
+def lctl_imports(spec: NodeSpec) -> str:
+    """``lctl get_param osc.*.ost_server_uuid mdc.*.mds_server_uuid`` for the same targets as :func:`lfs_df`
+    (tests/fixtures/lustre/lctl-get_param_server_uuid_snx11035.txt renamed ``scratch``); ``ost-evicted`` puts
+    OST0003's import in EVICTED (lprocfs_status.c's format; see that fixture's ORIGIN.md entry)."""
+    text = (PFS_SAMPLES / "lustre" / "lctl-get_param_server_uuid_snx11035.txt").read_text().replace("snx11035", "scratch")
+    if "ost-evicted" in spec.faults:
+        text = text.replace("scratch-OST0003_UUID\tFULL", "scratch-OST0003_UUID\tEVICTED")
+    return text
+
+
+def lfs_df(spec: NodeSpec) -> str:
+    """``lfs df`` for /lustre/scratch: the first file system of the real recording (NERSC snx11035) renamed
+    ``scratch`` and mounted at /lustre/scratch; ``ost-full`` sets OST0006 to 97 %, ``ost-inactive`` prints
+    OST0001 as an inactive device (SYNTHETIC line in lfs.c's format, FACTS §13)."""
+    text = (PFS_SAMPLES / "lustre" / "lfs-df_snx11035_nersc-edison.txt").read_text()
+    block = text.split("\n\n", 2)
+    out = (block[0] + "\n\n" + block[1] + "\n").replace("snx11035", "scratch").replace("/scratch2", "/lustre/scratch")
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "ost-full" in spec.faults and line.startswith("scratch-OST0006_UUID"):
+            lines[i] = line.replace(" 83% ", " 97% ")
+        if "ost-inactive" in spec.faults and line.startswith("scratch-OST0001_UUID"):
+            lines[i] = "scratch-OST0001_UUID: inactive device"
+    return "\n".join(lines) + "\n"
+
+
 def build_shim_root(root: str | os.PathLike[str], nodes: Mapping[str, NodeSpec]) -> Path:
     """A shim tree at ``root``: ``bin/`` (the fake tools) and ``nodes/<node>/`` per node (+ ``_default``)."""
     r = Path(root)
@@ -360,6 +417,8 @@ def build_shim_root(root: str | os.PathLike[str], nodes: Mapping[str, NodeSpec])
     if (r / "bin").exists():
         shutil.rmtree(r / "bin")
     shutil.copytree(BIN, r / "bin")
+    shutil.copytree(CHECK_SAMPLES, r / "checks", dirs_exist_ok=True)  # what the check shims print
+    shutil.copytree(IB_SAMPLES, r / "ib", dirs_exist_ok=True)  # what ibnetdiscover / iblinkinfo print
     for f in (r / "bin").iterdir():
         if not f.name.startswith("_"):
             f.chmod(0o755)

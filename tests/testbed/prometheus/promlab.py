@@ -1,4 +1,5 @@
-"""The Prometheus test bed: Debian's ``prometheus`` on 127.0.0.1 with tmp storage, scraping
+"""The Prometheus test bed: Debian's ``prometheus`` (or, with ``engine="victoria-metrics"``,
+Debian's single-node VictoriaMetrics, same scrape config) on 127.0.0.1 with tmp storage, scraping
 the simulator exporter (exporter.py) every second. Started and stopped by pytest fixtures
 and by the benchmark; the server runs in its own session and is stopped by pid.
 """
@@ -24,12 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from exporter import SimExporter, serve
 
 PROMETHEUS = os.environ.get("HPCTUI_PROMETHEUS", "prometheus")
+VICTORIA = os.environ.get("HPCTUI_VICTORIA_METRICS", "victoria-metrics")
+ENGINES = ("prometheus", "victoria-metrics")
 
 
-def prometheus_installed() -> str | None:
-    """None when the bed can run, else why not."""
-    if shutil.which(PROMETHEUS) is None:
-        return f"{PROMETHEUS!r} not found (apt-get install prometheus; see .ci/prom-deps.sh)"
+def prometheus_installed(engine: str = "prometheus") -> str | None:
+    """None when the bed can run with ``engine``, else why not."""
+    binary = VICTORIA if engine == "victoria-metrics" else PROMETHEUS
+    if shutil.which(binary) is None:
+        return f"{binary!r} not found (apt-get install {engine}; see .ci/prom-deps.sh)"
     return None
 
 
@@ -59,7 +63,8 @@ class PromLab:
 
     def __init__(self, nodes: int = 16, seed: int = 0, scrape_interval_s: float = 1.0,
                  exporter_port: int | None = None, scrape_timeout_s: float | None = None,
-                 scrape_configs: str | None = None) -> None:
+                 scrape_configs: str | None = None, engine: str = "prometheus") -> None:
+        self.engine = engine
         self.nodes = nodes
         self.seed = seed
         self.scrape_interval_s = scrape_interval_s
@@ -89,17 +94,15 @@ class PromLab:
         jobs = (self.scrape_configs or SIM_JOB).format(**fill)
         (self.dir / "prometheus.yml").write_text(CONFIG.format(jobs=jobs, **fill))
         log = open(self.dir / "prometheus.log", "wb")  # noqa: SIM115 - owned by the process
-        self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
-             "--storage.tsdb.retention.time=1h"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {(self.dir / 'prometheus.log').read_text()[-800:]}")
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                ready = "/health" if self.engine == "victoria-metrics" else "/-/ready"
+                with urllib.request.urlopen(f"{self.url}{ready}", timeout=1) as r:
                     if r.status == 200:
                         break
             except OSError:
@@ -107,6 +110,21 @@ class PromLab:
         else:
             raise RuntimeError("prometheus not ready in time")
         self.start_s = time.monotonic() - t0
+
+    def _command(self) -> list[str]:
+        config, data = self.dir / "prometheus.yml", self.dir / "data"
+        if self.engine == "victoria-metrics":
+            # -search.latencyOffset=0s: else samples newer than 30 s are invisible to queries
+            return [VICTORIA, f"-promscrape.config={config}", "-promscrape.config.strictParse=false",
+                    f"-storageDataPath={data}",
+                    f"-httpListenAddr=127.0.0.1:{self.port}", "-loggerLevel=WARN", "-retentionPeriod=1d",
+                    "-search.latencyOffset=0s", "-search.maxUniqueTimeseries=2000000",
+                    # the bed only: a vanished series leaves answers within 3 scrapes (as with
+                    # Prometheus' staleness markers); VictoriaMetrics' own default is far longer
+                    f"-search.maxStalenessInterval={3 * self.scrape_interval_s:g}s"]
+        return [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={data}",
+                f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn",
+                "--storage.tsdb.retention.time=1h"]
 
     def wait_scraped(self, scrapes: int = 3, timeout_s: float = 60.0) -> None:
         """Until Prometheus holds ``scrapes`` samples of the exporter (rate()/increase() need two)."""

@@ -16,7 +16,8 @@
 # A Slurm built elsewhere (../slurm2511: 25.11 from source) sets SLURMLAB_SBIN (its daemons; its
 # client tools first on PATH), SLURMLAB_PLUGDIR (also written as PluginDir=), SLURMLAB_REST_PING_V, SLURMLAB_RESTD_USER (the
 # unix-socket slurmrestd runs as that user, for releases that refuse root; its socket is then
-# $RUN/rest/slurmrestd.sock in a directory it owns) and SLURMLAB_CGROUP_CONF (cgroup.conf's text).
+# $RUN/rest/slurmrestd.sock in a directory it owns) and SLURMLAB_CGROUP_CONF (cgroup.conf's text);
+# SLURMLAB_EXTRA_CONF: lines appended to slurm.conf (bench/bench_slurm_big_queue.py: MaxJobCount, MaxArraySize).
 set -euo pipefail
 LAB=${SLURMLAB:-${TMPDIR:-/tmp}/hpctui-slurmlab}
 ETC=$LAB/etc RUN=$LAB/run LOG=$LAB/log
@@ -109,6 +110,18 @@ JobAcctGatherType=jobacct_gather/none"
     prio="PriorityType=priority/basic"
     rm -f "$ETC/slurmdbd.conf"
   fi
+  # topology/tree (issue 27): two leaf switches under one spine, read back by "scontrol show topology"
+  local topo=""
+  if [ -e "$PLUGDIR/topology_tree.so" ]; then
+    topo="TopologyPlugin=topology/tree"
+    cat > "$ETC/topology.conf" <<CONF
+SwitchName=leaf1 Nodes=gpu[01-02] LinkSpeed=400
+SwitchName=leaf2 Nodes=gpu[03-04],cpu[01-02] LinkSpeed=200
+SwitchName=spine1 Switches=leaf[1-2]
+CONF
+  else
+    rm -f "$ETC/topology.conf"
+  fi
   cat > "$ETC/slurm.conf" <<CONF
 ClusterName=hpctuilab
 SlurmctldHost=$(hostname -s)(127.0.0.1)
@@ -157,6 +170,8 @@ NodeName=cpu[01-02] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$CPU_PORTS] 
 PartitionName=cpu Nodes=cpu[01-02] Default=YES MaxTime=INFINITE DefaultTime=01:00:00 State=UP
 PartitionName=gpu Nodes=gpu[01-04] MaxTime=2-00:00:00 DefaultTime=01:00:00 State=UP
 PartitionName=debug Nodes=ALL MaxTime=00:30:00 DefaultTime=00:10:00 State=UP
+$topo
+${SLURMLAB_EXTRA_CONF:-}
 CONF
   if [ -n "${SLURMLAB_CGROUP_CONF:-}" ]; then printf '%s\n' "$SLURMLAB_CGROUP_CONF" > "$ETC/cgroup.conf"; fi
   cat > "$ETC/gres.conf" <<CONF

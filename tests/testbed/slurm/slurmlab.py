@@ -8,6 +8,7 @@ Everything is stopped by pid (cluster.sh stop), never by process name.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -203,6 +204,10 @@ class SlurmLab:
                 return reason
             time.sleep(0.2)
         raise AssertionError(f"job {job} got no pending reason (last: {reason!r})")
+
+    def uid_of(self, user: str) -> int:
+        """The uid Slurm's daemons know ``user`` by (the bed's passwd: here the host's)."""
+        return pwd.getpwnam(user).pw_uid
 
     def as_user(self, user: str, gid: int, argv: list[bytes]) -> list[bytes]:
         """``argv`` (a Slurm client command) run as ``user``/``gid`` without privileges."""

@@ -147,6 +147,14 @@ class Slurm2411Lab(SlurmLab):
                     continue
         return out
 
+    def uid_of(self, user: str) -> int:
+        """The chroot's passwd names the users the daemons see (the host's uids may differ)."""
+        for line in (self.root / "etc" / "passwd").read_text().splitlines():
+            fields = line.split(":")
+            if len(fields) > 2 and fields[0] == user:
+                return int(fields[2])
+        raise KeyError(f"no user {user!r} in the chroot's passwd")
+
     def as_user(self, user: str, gid: int, argv: list[bytes]) -> list[bytes]:
         """Enter the namespace as root, then drop to ``user`` inside (nsenter needs root)."""
         return [*(a.encode() for a in self._enter()), *super().as_user(user, gid, [b"/usr/bin/" + argv[0], *argv[1:]])]

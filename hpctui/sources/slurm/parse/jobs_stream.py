@@ -125,6 +125,7 @@ class JobsStream:
         # jobs decoded, to convert: (slot in self.jobs, position in the document, job)
         self._pending: list[tuple[int, int, _Job]] = []
         self.jobs: list[SlurmJob | None] = []  # None: not converted yet, or dropped; or FINISHED
+        self.finished_seen = False  # after finish(): the document held a finished job (dropped)
 
     # -- input --------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -391,6 +392,7 @@ class JobsStream:
         if self.reuse is not None:
             self.reuse.replace(self._lengths, self._sigs, self._reused)
             self._lengths, self._sigs, self._reused = [], [], []
+        self.finished_seen = any(job is FINISHED for job in self.jobs)
         return tuple([job for job in self.jobs if job is not None and job is not FINISHED])
 
     def _finish_rest(self, rest: bytes) -> tuple[SlurmJob, ...]:

@@ -29,8 +29,9 @@ from hpctui.model.hostlist import HostlistError, expand, is_valid_hostname
 from hpctui.model.jobs import SlurmJob
 from hpctui.model.node import SlurmNodeInfo
 from hpctui.model.partition import SlurmPartition
+from hpctui.model.scheduler import RpcStat, SchedulerStats
 from hpctui.model.snapshot import ControllerHealth
-from hpctui.sources.slurm.parse.diag import _health
+from hpctui.sources.slurm.parse.diag import RPC_ROWS, _health
 from hpctui.sources.slurm.parse.errors import SlurmParseError
 from hpctui.sources.slurm.parse.jobs import job_display_state
 from hpctui.sources.slurm.parse.partitions import _hostlist_ok
@@ -306,5 +307,36 @@ def health_from_pyslurm(stats: object) -> ControllerHealth:
     return _health(
         _int(stats, "server_thread_count"), _int(stats, "agent_queue_size"), _int(stats, "dbd_agent_queue_size"),
         _int(stats, "jobs_pending"), _int(stats, "jobs_running"), _int(stats, "backfill_cycle_last"),
-        _int(stats, "schedule_cycle_mean"),
+        _int(stats, "schedule_cycle_mean"), stats_from_pyslurm(stats),
+    )
+
+
+def _rpcs(table: object, name_attr: str, id_attr: str) -> tuple[RpcStat, ...]:
+    """pyslurm's ``RPCTypeStatistics`` / ``RPCUserStatistics`` (dicts of RPCType / RPCUser) → rows by count."""
+    values = table.values() if isinstance(table, dict) else ()
+    rows = [RpcStat(name=_str(r, name_attr) or "?", id=_int(r, id_attr), count=_int(r, "count") or 0,
+                    ave_time_us=_int(r, "average_time"), total_time_us=_int(r, "time")) for r in values]
+    return tuple(sorted(rows, key=lambda r: (-r.count, r.name))[:RPC_ROWS])
+
+
+def stats_from_pyslurm(s: object) -> SchedulerStats:
+    """``pyslurm.slurmctld.Statistics`` (attribute names of pyslurm 25.11's stats.pxd) → SchedulerStats."""
+    active = _get(s, "backfill_active")
+    return SchedulerStats(
+        time=_epoch(s, "request_time"), since=_epoch(s, "data_since"),
+        server_thread_count=_int(s, "server_thread_count"), agent_queue_size=_int(s, "agent_queue_size"),
+        agent_count=_int(s, "agent_count"), agent_thread_count=_int(s, "agent_thread_count"),
+        dbd_agent_queue_size=_int(s, "dbd_agent_queue_size"), jobs_submitted=_int(s, "jobs_submitted"),
+        jobs_started=_int(s, "jobs_started"), jobs_completed=_int(s, "jobs_completed"),
+        jobs_canceled=_int(s, "jobs_canceled"), jobs_failed=_int(s, "jobs_failed"), jobs_pending=_int(s, "jobs_pending"),
+        jobs_running=_int(s, "jobs_running"), schedule_cycle_last_us=_int(s, "schedule_cycle_last"),
+        schedule_cycle_max_us=_int(s, "schedule_cycle_max"), schedule_cycle_mean_us=_int(s, "schedule_cycle_mean"),
+        schedule_cycles=_int(s, "schedule_cycle_counter"), schedule_queue_length=_int(s, "schedule_queue_length"),
+        bf_cycles=_int(s, "backfill_cycle_counter"), bf_cycle_last_us=_int(s, "backfill_cycle_last"),
+        bf_cycle_max_us=_int(s, "backfill_cycle_max"), bf_cycle_mean_us=_int(s, "backfill_cycle_mean"),
+        bf_last_cycle_time=_epoch(s, "backfill_cycle_last_when"), bf_last_depth=_int(s, "backfill_last_depth"),
+        bf_queue_length=_int(s, "backfill_queue_length"), bf_backfilled_jobs=_int(s, "backfilled_jobs"),
+        bf_active=active if isinstance(active, bool) else None,
+        rpc_by_type=_rpcs(_get(s, "rpcs_by_type"), "name", "id"),
+        rpc_by_user=_rpcs(_get(s, "rpcs_by_user"), "user_name", "user_id"),
     )

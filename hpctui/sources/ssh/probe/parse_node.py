@@ -308,10 +308,17 @@ def parse_lfs_check_servers(text: str) -> list[str]:
 
 
 def parse_beegfs_check_servers(text: str) -> list[str]:
-    """Problems in ``beegfs-check-servers`` output (format not verified: lines naming an unreachable
-    or offline server are taken as problems)."""
-    return [clean_text(line.strip()) for line in text.splitlines()
-            if re.search(r"unreachable|offline|error", line, re.IGNORECASE)]
+    """Problems in ``beegfs-check-servers`` output. The script (BeeGFS 7.4.7 utils/scripts/beegfs-check-servers)
+    prints a ``Management`` / ``Metadata`` / ``Storage`` heading, then per server ``<node> [ID: n]: reachable at
+    <ip:port> (protocol: TCP)`` or ``<node> [ID: n]: UNREACHABLE``; when beegfs-ctl fails it prints beegfs-ctl's
+    own error text instead. Problems: the UNREACHABLE lines and error lines (``Error…``/``error:…`` at the
+    start: a server named ``error-stor1`` that is reachable is not one)."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.endswith(": UNREACHABLE") or re.match(r"(?i)error\b(?!-)", line):
+            out.append(clean_text(line))
+    return out
 
 
 # ---------------------------------------------------------------- services

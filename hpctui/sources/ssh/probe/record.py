@@ -18,12 +18,13 @@ from hpctui.model.common import Severity
 from hpctui.model.event import Event
 from hpctui.model.gpu import XID_ACTION, XID_MEANING, Gpu, XidEvent, xid_severity
 from hpctui.model.ib import IbPort
-from hpctui.model.mount import Mount, MountState
+from hpctui.model.mount import FsTarget, Mount, MountState, TargetState
 from hpctui.model.nvswitch import SXID_MEANING, NvSwitch, SxidEvent, sxid_class, sxid_severity
-from hpctui.model.probe import NodeResources, NvLink, ServiceState, ServiceStatus
+from hpctui.model.probe import GpuProcess, NodeResources, NvLink, ServiceState, ServiceStatus
 from hpctui.model.validate import BYTE_RATE, Drops
 from hpctui.sources.ssh.probe import parse_gpu as pg
 from hpctui.sources.ssh.probe import parse_node as pn
+from hpctui.sources.ssh.probe import parse_pfs as pp
 
 _BEGIN = b"@@hpctui begin "
 _END = b"@@hpctui end "
@@ -177,6 +178,16 @@ def split_sections(text: str) -> tuple[int, float | None, dict[str, Section]]:
     return seq, epoch, sections
 
 
+Fingerprint = tuple[int, int]  # (length, hash) of a section's text
+
+
+def fingerprint(text: str | None) -> Fingerprint | None:
+    """What the unchanged-section caches compare: the text's length and 64-bit ``hash()`` (salted per
+    process, so another node's output cannot be made to collide), not the text itself. Keeping texts
+    cost ~26 KiB per 8-GPU node (NVLink status and error counters, IB sysfs, mountinfo, services, lfs df)."""
+    return None if text is None else (len(text), hash(text))
+
+
 @dataclass
 class ProbeState:
     """What one node's parser remembers between records (deltas, flaps, seen Xids, slow sections)."""
@@ -205,17 +216,29 @@ class ProbeState:
     slow_ms: float = 1000.0
     # Parse caches: a section whose text did not change since the last record is not parsed again.
     nvlinks_steady: dict[int, tuple[NvLink, ...]] = field(default_factory=dict)  # deltas cleared
-    nvlink_texts: tuple[str | None, str | None] = (None, None)
+    nvlink_texts: tuple[Fingerprint | None, Fingerprint | None] = (None, None)
     nvlink_drops: Drops = field(default_factory=Drops)  # implausible values of nvlink_texts
-    gpu_key: tuple[str, tuple[str, ...]] | None = None
+    gpu_key: tuple[Fingerprint | None, Fingerprint | None] | None = None  # (gpu, gpu-fields)
     gpu_rows: list[Gpu] = field(default_factory=list)
     gpu_drops: Drops = field(default_factory=Drops)  # implausible values of gpu_rows' text
-    ib_text: str | None = None
+    ib_text: Fingerprint | None = None
     ib_steady: tuple[IbPort, ...] = ()
     ib_drops: Drops = field(default_factory=Drops)  # implausible values of ib_text
-    mountinfo_text: str | None = None
+    mountinfo_text: Fingerprint | None = None
     mountinfo: list[pn.MountInfo] = field(default_factory=list)
-    svc_text: str | None = None
+    # lfs df / beegfs-ctl targets of the last slow record that had them (kept between slow records)
+    lustre_targets: dict[str, tuple[FsTarget, ...]] = field(default_factory=dict)  # by mount point
+    beegfs_targets: tuple[FsTarget, ...] = ()
+    lfsdf_text: Fingerprint | None = None
+    beegfstgt_text: Fingerprint | None = None
+    # lctl's import state of every Lustre target this client holds, by (fs, target) (kept between slow records)
+    lustre_imports: dict[tuple[str, str], tuple[TargetState, str]] = field(default_factory=dict)
+    lctlimp_text: Fingerprint | None = None
+    svc_text: Fingerprint | None = None
+    # GPU processes per GPU index, kept while gpu-apps, gpu-procs and the GPUs' UUIDs are unchanged (a job's
+    # processes stay for its lifetime: re-parsing them every record was ~11% of the SSH source's CPU)
+    procs_key: tuple[object, ...] | None = None
+    procs_by_gpu: dict[int | None, tuple[GpuProcess, ...]] = field(default_factory=dict)
     svc: list[ServiceState] = field(default_factory=list)
 
 
@@ -405,7 +428,7 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         return None
     fields_sec = secs.get("gpu-fields")
     fields = [f for f in fields_sec.text.strip().split(",") if f] if fields_sec else []
-    gpu_key = (sec.text, tuple(fields))
+    gpu_key = (fingerprint(sec.text), fingerprint(fields_sec.text) if fields_sec else None)
     if gpu_key == state.gpu_key:
         gpus = state.gpu_rows  # same text as the last record (an idle node): same values
     else:
@@ -438,10 +461,11 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
     errors: dict[int, dict[int, dict[str, int]]] = {}
     nvs_text = nvs.text if nvs is not None and not nvs.late else None
     nve_text = nve.text if _ok(nve) else None  # type: ignore[union-attr]
-    if (nvs_text, nve_text) != (None, None) and (nvs_text, nve_text) == state.nvlink_texts:
+    nv_key = (fingerprint(nvs_text), fingerprint(nve_text))
+    if nv_key != (None, None) and nv_key == state.nvlink_texts:
         nvs_text = nve_text = None  # unchanged since the last read: links as they were, no deltas
-    elif (nvs_text, nve_text) != (None, None):
-        state.nvlink_texts = (nvs_text, nve_text)
+    elif nv_key != (None, None):
+        state.nvlink_texts = nv_key
         state.nvlink_drops = Drops()  # warned while the links read from these texts are shown
     if nvs_text is not None:
         status, state.nvlink_unsupported = pg.parse_nvlink_status(nvs_text, state.nvlink_drops, node)
@@ -450,13 +474,23 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
         errors = pg.parse_nvlink_errors(nve_text, state.nvlink_drops, node)
     # Processes.
     apps_sec, procs_sec = secs.get("gpu-apps"), secs.get("gpu-procs")
-    apps = pg.parse_compute_apps(apps_sec.text) if _ok(apps_sec) else None  # type: ignore[union-attr]
-    procs = pg.parse_procs(procs_sec.text) if _ok(procs_sec) else {}  # type: ignore[union-attr]
+    apps_text = apps_sec.text if _ok(apps_sec) else None  # type: ignore[union-attr]
+    procs_text = procs_sec.text if _ok(procs_sec) else None  # type: ignore[union-attr]
     by_uuid = {g.uuid: g.index for g in gpus if g.uuid}
     # MIG device UUIDs map to their parent GPU too.
     for d in state.mig_devices:
         by_uuid.setdefault(d.uuid, d.gpu)
-    merged = pg.merge_processes(apps, procs, by_uuid) if apps is not None else None
+    procs_by_gpu: dict[int | None, tuple[GpuProcess, ...]] | None = None
+    if apps_text is not None:
+        procs_key = (fingerprint(apps_text), fingerprint(procs_text), tuple(by_uuid.items()))
+        if procs_key != state.procs_key:
+            procs = pg.parse_procs(procs_text) if procs_text is not None else {}
+            grouped: dict[int | None, list[GpuProcess]] = {}
+            for p in pg.merge_processes(pg.parse_compute_apps(apps_text), procs, by_uuid):
+                grouped.setdefault(p.gpu_index, []).append(p)
+            state.procs_key = procs_key
+            state.procs_by_gpu = {k: tuple(v) for k, v in grouped.items()}
+        procs_by_gpu = state.procs_by_gpu
     # Xid events by bus id.
     by_bus = {pg.bus_key(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
     for x in xids:
@@ -504,14 +538,14 @@ def _gpus(node: str, secs: dict[str, Section], state: ProbeState, warnings: list
             steady = state.nvlinks_steady.get(g.index)
             if steady is None:
                 steady = state.nvlinks_steady[g.index] = tuple(
-                    msgspec.structs.replace(link, deltas={}) if link.deltas else link
+                    pg.steady_link(msgspec.structs.replace(link, deltas={})) if link.deltas else link
                     for link in state.nvlinks[g.index])
             upd["nvlinks"] = steady
         if g.mig_mode_current and (state.mig_devices or state.mig_lgi):
             upd["mig_instances"] = pg.mig_instances(g, state.mig_devices, state.mig_lgi, state.mig_lci,
                                                     state.mig_memory)
-        if merged is not None:
-            upd["processes"] = tuple(p for p in merged if p.gpu_index == g.index)
+        if procs_by_gpu is not None:
+            upd["processes"] = procs_by_gpu.get(g.index, ())
         out.append(msgspec.structs.replace(g, **upd) if upd else g)
     return tuple(out)
 
@@ -523,7 +557,8 @@ def _ib(node: str, sec: Section | None, state: ProbeState, t: float,
     if sec.rc not in (0, 1, 2):
         warnings.append(f"ib: sysfs read failed (exit {sec.rc})")
         return None
-    if sec.text == state.ib_text:
+    ib_key = fingerprint(sec.text)
+    if ib_key == state.ib_text:
         return state.ib_steady  # nothing changed: no deltas, no new flaps
     out = []
     state.ib_drops = Drops()
@@ -552,7 +587,7 @@ def _ib(node: str, sec: Section | None, state: ProbeState, t: float,
                           max_rate_gbps=state.ib_best_rate.get(key), link_layer=raw.link_layer,
                           counters=raw.counters, deltas=deltas, flaps=state.ib_flaps.get(key, 0),
                           last_down=state.ib_last_down.get(key)))
-    state.ib_text = sec.text
+    state.ib_text = ib_key
     state.ib_steady = tuple(msgspec.structs.replace(p, deltas={}) if p.deltas else p for p in out)
     return tuple(out)
 
@@ -565,13 +600,15 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
     if sec.rc != 0:
         warnings.append(f"mounts: {_first_line(sec.text) or 'mountinfo not readable'}")
         return None
-    if sec.text != state.mountinfo_text:
-        state.mountinfo_text, state.mountinfo = sec.text, pn.parse_mountinfo(sec.text)
+    mi_key = fingerprint(sec.text)
+    if mi_key != state.mountinfo_text:
+        state.mountinfo_text, state.mountinfo = mi_key, pn.parse_mountinfo(sec.text)
     infos = state.mountinfo
     lfs = secs.get("lfs")
     lfs_bad = pn.parse_lfs_check_servers(lfs.text) if lfs is not None and not lfs.late else []
     bee = secs.get("beegfs")
     bee_bad = pn.parse_beegfs_check_servers(bee.text) if bee is not None and not bee.late else []
+    _targets(secs, state)
     out = []
     for info in infos:
         st = secs.get(f"stat.{info.mount_id}")
@@ -591,6 +628,12 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
         m = pn.mount_state(info, stat, state.slow_ms, problem)
         if stat is None and m.detail is None:
             m = msgspec.structs.replace(m, detail="liveness not probed (max_mount_probes)")
+        targets = state.lustre_targets.get(info.target, ()) if info.fstype == "lustre" else \
+            state.beegfs_targets if info.fstype == "beegfs" else ()
+        if info.fstype == "lustre" and state.lustre_imports:
+            targets = shared_targets(pp.with_imports(targets, pp.lustre_fsname(info.source), state.lustre_imports))
+        if targets:
+            m = msgspec.structs.replace(m, targets=targets)
         out.append(msgspec.structs.replace(m, node=node))
     present = {m.target for m in out}
     for path in expected:
@@ -600,14 +643,52 @@ def _mounts(node: str, secs: dict[str, Section], state: ProbeState, expected: li
     return tuple(out)
 
 
+# lfs df / beegfs-ctl answers by value, shared by every node that reads the same (the nodes of one file
+# system mostly do: usage is kept as a whole percent); bounded, cleared when full.
+_SHARED_TARGETS: dict[tuple[FsTarget, ...], tuple[FsTarget, ...]] = {}
+_SHARED_TARGETS_MAX = 4096
+
+
+def shared_targets(targets: tuple[FsTarget, ...]) -> tuple[FsTarget, ...]:
+    """The one tuple equal to ``targets`` that nodes reading the same targets share."""
+    shared = _SHARED_TARGETS.get(targets)
+    if shared is None:
+        if len(_SHARED_TARGETS) >= _SHARED_TARGETS_MAX:
+            _SHARED_TARGETS.clear()
+        shared = _SHARED_TARGETS[targets] = targets
+    return shared
+
+
+def _targets(secs: dict[str, Section], state: ProbeState) -> None:
+    """Keep the targets of this record's ``lfsdf``/``beegfstgt`` sections (slow records only): a section
+    that came in complete replaces the last one; a late or missing one keeps it."""
+    df = secs.get("lfsdf")
+    if df is not None and not df.late and (df.text.strip() or df.rc == 0) and fingerprint(df.text) != state.lfsdf_text:
+        state.lfsdf_text = fingerprint(df.text)  # same text: the very same tuples (the findings read each distinct one once)
+        old = state.lustre_targets  # equal targets (usage % moved by less than 1): the very same tuples
+        new = {k: shared_targets(tuple(v)) for k, v in pp.parse_lfs_df(df.text).items()}
+        state.lustre_targets = {k: old[k] if old.get(k) == v else v for k, v in new.items()}
+    imp = secs.get("lctlimp")
+    if imp is not None and not imp.late and (imp.text.strip() or imp.rc == 0) and fingerprint(imp.text) != state.lctlimp_text:
+        state.lctlimp_text = fingerprint(imp.text)
+        state.lustre_imports = pp.parse_lctl_imports(imp.text)
+    bee = secs.get("beegfstgt")
+    if bee is not None and not bee.late and (bee.text.strip() or bee.rc == 0) and fingerprint(bee.text) != state.beegfstgt_text:
+        state.beegfstgt_text = fingerprint(bee.text)
+        targets = shared_targets(tuple(pp.parse_beegfs_targets(bee.text, "storage")))
+        if targets != state.beegfs_targets:
+            state.beegfs_targets = targets
+
+
 def _services(node: str, secs: dict[str, Section], state: ProbeState,
               warnings: list[str]) -> tuple[ServiceState, ...] | None:
     sec = secs.get("svc")
     if sec is not None:
         if sec.late:
             return None
-        if sec.text != state.svc_text:
-            state.svc_text, state.svc = sec.text, pn.parse_systemctl_show(node, sec.text)
+        svc_key = fingerprint(sec.text)
+        if svc_key != state.svc_text:
+            state.svc_text, state.svc = svc_key, pn.parse_systemctl_show(node, sec.text)
         states = state.svc
         if not states:
             warnings.append(f"services: systemctl exit {sec.rc}: {_first_line(sec.text)}")

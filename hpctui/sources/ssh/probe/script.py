@@ -36,6 +36,10 @@ Sections (each can be switched off in :class:`ProbeOptions`):
 ``ib``           ``grep -H`` of /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer,counters/*}
 ``mounts``       network/parallel filesystem lines of /proc/self/mountinfo; ``stat.<mount id>``: ``stat -f``
 ``lfs`` ``beegfs``  ``lfs check servers`` / ``beegfs-check-servers`` where present (slow records)
+``lfsdf``        ``lfs df`` (per-target usage, inactive/unreachable targets) where Lustre is mounted (slow)
+``lctlimp``      ``lctl get_param osc.*.ost_server_uuid mdc.*.mds_server_uuid``: each target's import state
+                 (FULL, DISCONN, EVICTED, recovery) where Lustre is mounted (slow; procfs, never blocks)
+``beegfstgt``    ``beegfs-ctl --listtargets --nodetype=storage --state`` where BeeGFS is mounted (slow)
 ``svc``          ``systemctl show -p Id,LoadState,ActiveState,SubState``; ``svc-pid`` without systemd;
                  ``journal.<unit>``: last journal lines of a failed unit
 ``res``          load, CPU, memory, swap, disks, NICs from /proc
@@ -520,8 +524,14 @@ _MOUNTS = r"""  if [ -r "$PROC/self/mountinfo" ]; then
       stt "stat.$_id" "$MT" "$_path"
     done < "$W/mounts.out"
     if [ "$SLOWREC" = 1 ]; then
-      if have lfs && grep -q ' - lustre ' "$W/mounts.out"; then st lfs "$PT" lfs check servers; fi
+      if have lfs && grep -q ' - lustre ' "$W/mounts.out"; then st lfs "$PT" lfs check servers; st lfsdf "$PT" lfs df; fi
+      if have lctl && grep -q ' - lustre ' "$W/mounts.out"; then
+        st lctlimp "$PT" lctl get_param 'osc.*.ost_server_uuid' 'mdc.*.mds_server_uuid'
+      fi
       if have beegfs-check-servers && grep -q ' - beegfs ' "$W/mounts.out"; then st beegfs "$PT" beegfs-check-servers; fi
+      if have beegfs-ctl && grep -q ' - beegfs ' "$W/mounts.out"; then
+        st beegfstgt "$PT" beegfs-ctl --listtargets --nodetype=storage --state
+      fi
     fi
   else
     echo "mountinfo not readable" > "$W/mounts.out"; sx mounts 2

@@ -1,0 +1,1 @@
+"""Ceph: cluster health through the ``ceph`` CLI (status, health detail, osd tree, df)."""
