@@ -195,6 +195,22 @@ def test_merge_pairs_each_record_with_its_nearest_twin() -> None:
     assert [(e.reason, e.origin) for e in merged] == [(f"r{i}", "slurmdbd+audit") for i in (2, 1, 0)]
 
 
+def test_merge_never_lends_a_reason_to_another_drain() -> None:
+    """A real 25.11 bed run: slurmdbd never recorded the first of three drains 2.4 s apart (it came in
+    the same second as the controller's registration). Each audit record folds only into the slurmdbd
+    event with its own reason; the unrecorded drain stays, from the audit log alone, with its reason."""
+    dbd = [ev("g", "drain", T0 + 2 + 2 * i, f"Xid 79 [{i}]") for i in (1, 2)]
+    audit = [ev("g", "drain", T0 + 2.5 * i + 0.9, f"Xid 79 [{i}]", "alice", "audit") for i in range(3)]
+    merged = merge_events([dbd, audit])
+    assert sorted((e.reason, e.origin) for e in merged) == [
+        ("Xid 79 [0]", "audit"), ("Xid 79 [1]", "slurmdbd+audit"), ("Xid 79 [2]", "slurmdbd+audit")]
+    # a reason cut short by a display still folds; a missing one too
+    cut = merge_events([[ev("g", "drain", T0, "Xid 79 GPU fell off the bus")],
+                        [ev("g", "drain", T0 + 1, "xid 79 gpu fell", origin="audit")],
+                        [ev("g", "drain", T0 + 2, origin="events")]])
+    assert [(e.reason, e.origin) for e in cut] == [("Xid 79 GPU fell off the bus", "slurmdbd+audit+events")]
+
+
 def test_summary_in_words() -> None:
     evs = [ev("g1", "drain", T0 - i * DAY, "Xid 79" if i < 3 else "NHC failed") for i in range(5)]
     evs += [ev("g1", "resume", T0 - i * DAY + 60, user="alice", origin="audit") for i in (1, 2)]

@@ -56,7 +56,9 @@ def merge_events(sources: Sequence[Iterable[NodeEvent]]) -> list[NodeEvent]:
     """One timeline from several sources, newest first. A record of the same node and kind within
     :data:`SAME_EVENT_S` of one from an earlier source is folded into the nearest such (each takes at
     most one record of each source): the earlier source's times win (list slurmdbd first), a
-    missing user, reason or end is taken from the later one."""
+    missing user, reason or end is taken from the later one. Two records that both carry a reason
+    fold only when the reasons agree (one may be a cut-off copy of the other): a drain slurmdbd never
+    recorded must not lend its reason to the next one."""
     kept: list[NodeEvent] = []
     index: dict[tuple[str, str], list[int]] = {}
     for source in sources:
@@ -64,7 +66,8 @@ def merge_events(sources: Sequence[Iterable[NodeEvent]]) -> list[NodeEvent]:
         for ev in source:
             key = (ev.node, ev.kind)
             near = [i for i in index.get(key, ()) if abs(kept[i].time - ev.time) <= SAME_EVENT_S
-                    and ev.origin not in kept[i].origin.split("+")]  # a record takes one twin per source
+                    and ev.origin not in kept[i].origin.split("+")  # a record takes one twin per source
+                    and _same_reason(kept[i].reason, ev.reason)]
             twin = min(near, key=lambda i: abs(kept[i].time - ev.time)) if near else None
             if twin is None:
                 kept.append(ev)
@@ -79,6 +82,16 @@ def merge_events(sources: Sequence[Iterable[NodeEvent]]) -> list[NodeEvent]:
             index.setdefault(key, []).append(i)
     kept.sort(key=lambda e: (-e.time, e.node, e.kind))
     return kept
+
+
+def _same_reason(a: str | None, b: str | None) -> bool:
+    """Both records may be of one happening: a reason is missing, or one reason begins the other
+    (slurmctld and slurmdbd keep reasons whole; a display may have cut one), compared without case
+    and surrounding blanks."""
+    if not a or not b:
+        return True
+    x, y = a.strip().casefold(), b.strip().casefold()
+    return x.startswith(y) or y.startswith(x)
 
 
 def in_window(events: Iterable[NodeEvent], start: float, end: float, node: str | None = None) -> list[NodeEvent]:

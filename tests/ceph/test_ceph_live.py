@@ -144,15 +144,33 @@ def test_unreachable_mons_mark_the_group_stale(ceph_lab: CephLab, tmp_path: Path
 
 def test_healthy_cluster_from_the_mgr_metrics(ceph_lab: CephLab, ceph_metrics_url: str) -> None:
     """``metrics_url``: the same health from the mgr's Prometheus module, one GET (no ``ceph`` run)."""
+    import json
+
     source = CephSource(CephSettings(name="m", metrics_url=ceph_metrics_url, timeout_s=10))
-    t = time.monotonic()
-    health = asyncio.run(source.collect()).ceph["m"]  # type: ignore[index]
-    print(f"\n[ceph metrics] one read {1000 * (time.monotonic() - t):.0f} ms")
+    # radosgw creates its pools as it starts, and a pool's new PGs peer for a while: wait until the cluster
+    # itself (``ceph pg stat``) says every PG is active+clean, then until the module (refreshed every second)
+    # counts the same PGs, and compare the two
+    deadline = time.monotonic() + 90
+    while True:
+        stat = json.loads(ceph_lab.ceph("pg", "stat", "--format", "json"))
+        summary = stat.get("pg_summary", stat)
+        cli_total = int(summary.get("num_pgs", 0))
+        cli_clean = sum(int(s.get("num", 0)) for s in summary.get("num_pg_by_state", [])
+                        if set(str(s.get("name", "")).split("+")) == {"active", "clean"})
+        t = time.monotonic()
+        health = asyncio.run(source.collect()).ceph["m"]  # type: ignore[index]
+        took = time.monotonic() - t
+        settled = cli_total and cli_clean == cli_total and health.pgs_total == cli_total
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    print(f"\n[ceph metrics] one read {1000 * took:.0f} ms; {cli_total} PGs")
     assert (health.status, health.checks, health.via) == ("HEALTH_OK", (), "metrics")
     assert health.version and health.version.startswith("16.2.")
     assert [(o.name, o.host, o.up, o.in_cluster) for o in health.osds] == [("osd.0", "cephlab", True, True)]
     assert {p.name for p in health.pools} >= {".rgw.root", "device_health_metrics"}
-    assert health.pgs_total and health.pgs_in("clean") == health.pgs_total
+    assert cli_total and cli_clean == cli_total, stat  # the bed settled within 90 s
+    assert health.pgs_total == cli_total and health.pgs_in("clean") == cli_total
     assert health.mon_addrs == ("127.0.0.1",) and ceph_findings(health) == []
     # the module answers any other path with its HTML index page (200): not its metrics, one line
     index = CephSource(CephSettings(name="m", metrics_url=ceph_metrics_url.replace("/metrics", "/"), timeout_s=5))
