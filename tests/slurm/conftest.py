@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testbed" / "slurm2
 
 from slurm2411lab import Slurm2411Lab, slurm2411_installed
 from slurm2511lab import Slurm2511Lab, slurm2511_installed
-from slurmlab import SlurmLab, slurm_installed
+from slurmlab import SlurmLab, accounting_installed, slurm_installed
 
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 VERSIONS = ("22.05", "24.11", "25.11")
@@ -108,3 +108,18 @@ def lab(slurm_lab: SlurmLab) -> SlurmLab:
     """The session cluster, reset: no jobs, every node idle and resumed."""
     slurm_lab.reset()
     return slurm_lab
+
+
+@pytest.fixture()
+def alab(lab: SlurmLab) -> SlurmLab:
+    """The reset session bed, which must have accounting (CI installs slurmdbd + mariadb-server):
+    a bed that cannot have it skips with the reason; one started without it fails under CI=true."""
+    if lab.no_accounting:
+        pytest.skip(lab.no_accounting)
+    if not lab.accounting:
+        why = ("the bed runs without accounting: install slurmdbd and mariadb-server (.ci/slurm-deps.sh)"
+               if not accounting_installed() else "the bed was started with SLURMLAB_ACCOUNTING=0")
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"CI=true: {why}", pytrace=False)
+        pytest.skip(why)
+    return lab

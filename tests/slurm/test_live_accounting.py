@@ -7,35 +7,19 @@ MaxSubmitPU 10, MaxTRESPU gres/gpu=4, MaxWall 12:00:00) for root and alice.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from slurm_helpers import BACKENDS, job, poll, run, source
-from slurmlab import SlurmLab, accounting_installed
+from slurmlab import SlurmLab
 
 from hpctui.core.runtime import Runtime
 from hpctui.sources.slurm.accounting import ABSENT, AccountingInfo
 from hpctui.sources.slurm.parse import FairShare
 
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
-IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
-
-
-@pytest.fixture()
-def alab(lab: SlurmLab) -> SlurmLab:
-    """The reset session bed, which must have accounting (CI installs slurmdbd + mariadb-server)."""
-    if lab.no_accounting:
-        pytest.skip(lab.no_accounting)
-    if not lab.accounting:
-        why = ("the bed runs without accounting: install slurmdbd and mariadb-server (.ci/slurm-deps.sh)"
-               if not accounting_installed() else "the bed was started with SLURMLAB_ACCOUNTING=0")
-        if IN_CI:
-            pytest.fail(f"CI=true: {why}", pytrace=False)
-        pytest.skip(why)
-    return lab
 
 
 def rows(info: AccountingInfo) -> dict[tuple[str, str | None], FairShare]:

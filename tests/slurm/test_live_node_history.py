@@ -10,13 +10,12 @@ this test made (a reason tagged with a fresh id), never at a total.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from slurmlab import SlurmLab, accounting_installed
+from slurmlab import SlurmLab
 
 from hpctui.core.runtime import Runtime
 from hpctui.findings.nodehistory import summary
@@ -26,22 +25,7 @@ from hpctui.sources.slurm import SlurmSettings
 from hpctui.sources.slurm.source import SlurmSource
 
 pytestmark = [pytest.mark.live, pytest.mark.slurm]
-IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
 DAY = 86400.0
-
-
-@pytest.fixture()
-def alab(lab: SlurmLab) -> SlurmLab:
-    """The reset session bed, which must have accounting."""
-    if lab.no_accounting:
-        pytest.skip(lab.no_accounting)
-    if not lab.accounting:
-        why = ("the bed runs without accounting: install slurmdbd and mariadb-server (.ci/slurm-deps.sh)"
-               if not accounting_installed() else "the bed was started with SLURMLAB_ACCOUNTING=0")
-        if IN_CI:
-            pytest.fail(f"CI=true: {why}", pytrace=False)
-        pytest.skip(why)
-    return lab
 
 
 def runtime(lab: SlurmLab, tmp_path: Path) -> Runtime:
