@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hpctui.base.sanitize import clean_optional
+from hpctui.findings.idle import index_text
 from hpctui.model import SlurmJob
 from hpctui.model.hostlist import collect
 from hpctui.model.jobs import job_display_id
@@ -32,19 +33,8 @@ MAX_ELAPSED_SHARE = 0.9  # a job running at the start has used at most this shar
 
 
 def idx_str(idx: Iterable[int]) -> str:
-    """``[0,1,2,3,6]`` → ``"0-3,6"`` (Slurm's GPU index notation)."""
-    out: list[str] = []
-    run: list[int] = []
-    for i in sorted(idx):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [i]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
+    """``[0,1,2,3,6]`` → ``"0-3,6"`` (Slurm's GPU index notation; the one formatter, findings.idle's)."""
+    return index_text(idx)
 
 
 @dataclass(slots=True)
