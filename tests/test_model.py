@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from hpctui.model import Gpu, IbPort, SlurmJob, SlurmNodeInfo, ThrottleReason, fmt_na, slurm_display_state
-from hpctui.model.hostlist import HostlistError, collect, expand, is_valid_hostname
+from hpctui.model.hostlist import HostlistError, collect, expand, expand_each, is_valid_hostname
 
 
 @pytest.mark.parametrize(
@@ -78,3 +78,9 @@ def test_hostname_validation() -> None:
     assert is_valid_hostname("gpu-01.cluster.local")
     assert not is_valid_hostname("gpu_01$(reboot)")
     assert not is_valid_hostname("a" * 64)
+
+
+def test_expand_each_keeps_the_good_hostlists_and_names_the_bad() -> None:
+    names, errors = expand_each(["gpu[01-02]", "gpu[3-", "cpu1"])
+    assert names == ["gpu01", "gpu02", "cpu1"]
+    assert len(errors) == 1 and "gpu[3-" in errors[0]

@@ -35,6 +35,19 @@ def expand(expr: str) -> list[str]:
     return names
 
 
+def expand_each(exprs: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Every name of every hostlist, in order, and one error line per hostlist that does not expand
+    (it costs only its own names)."""
+    names: list[str] = []
+    errors: list[str] = []
+    for expr in exprs:
+        try:
+            names.extend(expand(expr))
+        except HostlistError as exc:
+            errors.append(str(exc))
+    return names, errors
+
+
 def collect(names: Iterable[str]) -> str:
     """``["gpu01", "gpu02"]`` → ``"gpu[01-02]"``; names python-hostlist refuses (a ``[`` in a name
     from a cluster) are listed comma-separated as they are, rather than raising."""

@@ -27,7 +27,7 @@ from hpctui.base.sanitize import clean_text
 from hpctui.findings.correlate import workload_index
 from hpctui.model.action import ActionKind, ActionPlan, CommandRun, CommandSpec, Progress, TargetResult
 from hpctui.model.checks import CheckResult, CheckStatus
-from hpctui.model.hostlist import HostlistError, expand
+from hpctui.model.hostlist import HostlistError, expand, expand_each
 from hpctui.model.output import NodeOutput
 
 if TYPE_CHECKING:
@@ -109,15 +109,9 @@ class CheckBackend:
              snapshot: ClusterSnapshot) -> ActionPlan:
         settings = self.settings()
         check = params.get("check", "").strip()
-        errors: list[str] = []
         warnings: list[str] = []
         notes: list[str] = []
-        nodes: list[str] = []
-        for t in targets:
-            try:
-                nodes.extend(expand(t))
-            except HostlistError as exc:
-                errors.append(str(exc))
+        nodes, errors = expand_each(targets)
         nodes = sorted(dict.fromkeys(nodes), key=natural_key)
         if check not in settings.check_ids():
             errors.append(f"unknown check {clean_text(check)!r} (known: {', '.join(settings.check_ids())})")

@@ -16,7 +16,7 @@ from hpctui.base.sanitize import clean_text
 from hpctui.model import SourceResult
 from hpctui.model.action import ActionKind, ActionPlan, TargetResult, reason_problem, stored_reason
 from hpctui.model.alerts import Alert, Silence, SilenceMatcher, SilenceState
-from hpctui.model.hostlist import HostlistError, expand
+from hpctui.model.hostlist import HostlistError, expand, expand_each
 from hpctui.sources.alertmanager.client import AlertmanagerClient, AlertmanagerError
 from hpctui.sources.alertmanager.parse import AnswerError, node_namer, parse_alerts, parse_silences
 from hpctui.sources.alertmanager.settings import AlertmanagerSettings, parse_matcher
@@ -97,14 +97,8 @@ class AlertmanagerSource:
 
     def _plan_silence(self, targets: tuple[str, ...], params: dict[str, str], snapshot: ClusterSnapshot) -> ActionPlan:
         """Targets stay as given (hostlists); each node in them gets one silence per configured matcher."""
-        errors: list[str] = []
         warnings: list[str] = []
-        nodes: list[str] = []
-        for t in targets:
-            try:
-                nodes.extend(expand(t))
-            except HostlistError as exc:
-                errors.append(str(exc))
+        nodes, errors = expand_each(targets)
         comment = stored_reason(params.get("reason", ""))
         problem = reason_problem(comment)
         if problem:
